@@ -1,0 +1,36 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	kubectlcmd "k8s.io/kubectl/pkg/cmd"
+)
+
+// newKubectlCommand embeds kubectl so a student needs nothing else. It
+// defaults to the lab's kubeconfig (CCMLAB_DATA_DIR, else ./.ccmlab) unless
+// --kubeconfig or KUBECONFIG say otherwise.
+func newKubectlCommand() *cobra.Command {
+	configFlags := genericclioptions.NewConfigFlags(true)
+	if os.Getenv("KUBECONFIG") == "" {
+		dir := os.Getenv("CCMLAB_DATA_DIR")
+		if dir == "" {
+			dir = ".ccmlab"
+		}
+		path := filepath.Join(dir, "kubeconfig")
+		configFlags.KubeConfig = &path
+	}
+	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
+	cmd := kubectlcmd.NewKubectlCommand(kubectlcmd.KubectlOptions{
+		ConfigFlags: configFlags.WithWarningPrinter(streams),
+		IOStreams:   streams,
+	})
+	cmd.Use = "kubectl"
+	cmd.Short = "Run kubectl against the lab (uses <data-dir>/kubeconfig)"
+	// kubectl parses its own flags, including the ones that look like ours.
+	cmd.DisableFlagParsing = false
+	return cmd
+}

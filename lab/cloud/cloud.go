@@ -1,0 +1,297 @@
+package cloud
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// Cloud is one simulated cloud account in one region. Create it with New.
+type Cloud struct {
+	cfg   Config
+	clock clock.WithTicker
+
+	// mu guards the resources below. Fault checks, step mode, the call log
+	// and subscribers each have their own lock so that reading the log or
+	// sleeping for latency never blocks a mutation.
+	mu        sync.RWMutex
+	net       *network
+	instances map[string]*instanceRec
+	byDNS     map[string]string // private DNS name -> instance ID
+	instSeq   uint64            // launch order, for stable listings
+	nextZone  int               // round-robin placement cursor
+	lbs       map[string]*LoadBalancer
+	routes    map[netip.Prefix]*Route
+
+	faults faultState
+	step   stepState
+	log    *callLog
+	hub    hub
+	store  *store // nil when memory-only
+}
+
+// New builds a Cloud from cfg, applying defaults, and loads cfg.StatePath
+// when that file exists.
+func New(cfg Config) (*Cloud, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	c := &Cloud{
+		cfg:       cfg,
+		clock:     cfg.Clock,
+		net:       newNetwork(&cfg),
+		instances: map[string]*instanceRec{},
+		byDNS:     map[string]string{},
+		lbs:       map[string]*LoadBalancer{},
+		routes:    map[netip.Prefix]*Route{},
+	}
+	c.faults.f = Faults{}.clone()
+	var lastSeq uint64
+	if cfg.StatePath != "" {
+		seq, err := c.load(cfg.StatePath)
+		if err != nil {
+			return nil, err
+		}
+		lastSeq = seq
+	}
+	c.log = newCallLog(cfg.CallLogSize, lastSeq)
+	if cfg.StatePath != "" {
+		c.store = newStore(cfg.StatePath)
+		go c.flushLoop()
+	}
+	return c, nil
+}
+
+// Close releases any calls held in step mode, stops background persistence
+// and writes the state one last time. The Cloud keeps answering calls after
+// Close, but nothing more is persisted.
+func (c *Cloud) Close() error {
+	c.SetStepMode(false)
+	if c.store == nil {
+		return nil
+	}
+	if !c.store.stop() {
+		return nil // already closed
+	}
+	return c.Flush()
+}
+
+// Config returns the effective configuration, defaults applied.
+func (c *Cloud) Config() Config {
+	cfg := c.cfg
+	cfg.Zones = slices.Clone(cfg.Zones)
+	return cfg
+}
+
+// now is the time stamped on resources: UTC like AWS, and without the
+// monotonic reading so a resource compares equal to itself after a save and
+// reload.
+func (c *Cloud) now() time.Time { return c.clock.Now().Round(0).UTC() }
+
+type callerKey struct{}
+
+// WithCaller records who is calling ("service-controller", "node-controller",
+// "kubelet", "user", ...) so the call log and IAM errors can name them.
+func WithCaller(ctx context.Context, caller string) context.Context {
+	return context.WithValue(ctx, callerKey{}, caller)
+}
+
+// CallerFrom returns the caller set by WithCaller, or "" if none was set.
+// The call log shows a missing caller as "unknown".
+func CallerFrom(ctx context.Context) string {
+	s, _ := ctx.Value(callerKey{}).(string)
+	return s
+}
+
+const unknownCaller = "unknown"
+
+// emitFunc lets an operation announce which resource it changed. Emitting
+// also marks the state dirty for persistence, so "changed" has one meaning.
+type emitFunc func(kind, id string)
+
+// call is the pipeline every API call runs through; see the package comment
+// for the order of steps. fn validates, then mutates under c.mu, and returns
+// a one-line result summary. No lock is held while a call waits.
+func (c *Cloud) call(ctx context.Context, action, request string, fn func(emit emitFunc) (string, error)) error {
+	caller := CallerFrom(ctx)
+	if caller == "" {
+		caller = unknownCaller
+	}
+	call, h := c.beginCall(Call{Time: c.clock.Now().UTC(), Action: action, Caller: caller, Request: request, State: CallRunning})
+	c.publishCall(call)
+
+	var events []Event
+	err := c.await(ctx, &call, h)
+	if err == nil {
+		var consumed bool
+		consumed, err = c.admit(action, caller)
+		if consumed {
+			c.publish(Event{Kind: EventFaults})
+		}
+	}
+	if err == nil {
+		call.Result, err = fn(func(kind, id string) { events = append(events, Event{Kind: kind, ID: id}) })
+	}
+
+	call.State = CallDone
+	call.Duration = c.clock.Since(call.Time)
+	if err != nil {
+		call.Result = ""
+		var e *Error
+		if errors.As(err, &e) {
+			if e.Action == "" {
+				e.Action = action
+			}
+			call.ErrorCode = e.Code
+		}
+		call.Error = err.Error()
+	}
+	c.log.put(call)
+	if len(events) > 0 {
+		c.markDirty()
+		for _, ev := range events {
+			c.publish(ev)
+		}
+	}
+	c.publishCall(call)
+	return err
+}
+
+// await holds the call in step mode, then sleeps for injected latency; both
+// give up when ctx ends, and a call that gave up changes nothing.
+func (c *Cloud) await(ctx context.Context, call *Call, h *hold) error {
+	if h != nil {
+		select {
+		case <-h.release:
+		case <-ctx.Done():
+			c.unhold(h)
+			return canceled(ctx)
+		}
+		call.State = CallRunning
+		c.log.put(*call)
+		c.publishCall(*call)
+	}
+	if d := c.latency(); d > 0 {
+		t := c.clock.NewTimer(d)
+		select {
+		case <-t.C():
+		case <-ctx.Done():
+			t.Stop()
+			return canceled(ctx)
+		}
+	}
+	if ctx.Err() != nil {
+		return canceled(ctx)
+	}
+	return nil
+}
+
+func canceled(ctx context.Context) error {
+	return &Error{Code: ErrCanceled, Message: "request canceled: " + context.Cause(ctx).Error(), cause: ctx.Err()}
+}
+
+// Event kinds.
+const (
+	EventCall         = "call"
+	EventInstance     = "instance"
+	EventLoadBalancer = "loadbalancer"
+	EventRoute        = "route"
+	EventFaults       = "faults"
+	EventStepMode     = "stepmode"
+)
+
+// Event tells a subscriber that something changed. Events carry no resource
+// state: a subscriber reads what it needs with Snapshot or a Describe call.
+type Event struct {
+	// Seq numbers every event published by this Cloud, without gaps. A gap
+	// seen by a subscriber means its channel was full and it missed events;
+	// it should resynchronise from Snapshot and Calls.
+	Seq uint64 `json:"seq"`
+	// Call is set for Kind "call": a call started, was released from step
+	// mode, or finished (see Call.State). Treat it as read-only.
+	Call *Call  `json:"call,omitempty"`
+	Kind string `json:"kind"`
+	// ID names the changed resource: instance ID, load balancer name or
+	// route destination CIDR. Empty for faults and step mode.
+	ID string `json:"id,omitempty"`
+}
+
+// hub fans events out without ever blocking the cloud. Seq is assigned and
+// sends happen under one mutex so every subscriber sees events in Seq order.
+type hub struct {
+	mu   sync.Mutex
+	seq  uint64
+	next int
+	subs map[int]chan Event
+}
+
+func (c *Cloud) publish(e Event) {
+	h := &c.hub
+	h.mu.Lock()
+	h.seq++
+	e.Seq = h.seq
+	for _, ch := range h.subs {
+		select {
+		case ch <- e:
+		default: // full: this subscriber misses the event, others do not wait
+		}
+	}
+	h.mu.Unlock()
+}
+
+func (c *Cloud) publishCall(call Call) {
+	c.publish(Event{Kind: EventCall, Call: &call})
+}
+
+// Subscribe returns a channel of events with room for buf of them (at least
+// 1) and a cancel func that unsubscribes and closes the channel; cancel may
+// be called more than once. Delivery never blocks the cloud: when the
+// channel is full the event is dropped for this subscriber only, which it
+// can detect as a gap in Event.Seq.
+func (c *Cloud) Subscribe(buf int) (<-chan Event, func()) {
+	ch := make(chan Event, max(buf, 1))
+	h := &c.hub
+	h.mu.Lock()
+	if h.subs == nil {
+		h.subs = map[int]chan Event{}
+	}
+	id := h.next
+	h.next++
+	h.subs[id] = ch
+	h.mu.Unlock()
+	var once sync.Once
+	return ch, func() {
+		once.Do(func() {
+			h.mu.Lock()
+			delete(h.subs, id)
+			close(ch)
+			h.mu.Unlock()
+		})
+	}
+}
+
+// State is a point-in-time copy of every resource, for the UI.
+type State struct {
+	Instances     []Instance     `json:"instances"`     // launch order
+	LoadBalancers []LoadBalancer `json:"loadBalancers"` // by name
+	Routes        []Route        `json:"routes"`        // by destination
+}
+
+// Snapshot returns a deep copy of all resources, sorted deterministically.
+// It copies every target of every load balancer, so with 1,000 nodes and
+// 1,000 load balancers prefer Describe calls for targeted reads.
+func (c *Cloud) Snapshot() State {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return State{
+		Instances:     c.instancesLocked(),
+		LoadBalancers: c.loadBalancersLocked(),
+		Routes:        c.routesLocked(),
+	}
+}

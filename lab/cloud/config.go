@@ -1,0 +1,304 @@
+package cloud
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"k8s.io/utils/clock"
+)
+
+// Ingress modes: how a load balancer is reached, which decides what the
+// Service controller writes into status.loadBalancer.ingress.
+const (
+	IngressHostname = "hostname" // AWS style: a DNS name per load balancer
+	IngressIP       = "ip"       // GCP/MetalLB style: an IP per load balancer
+)
+
+// Config describes the simulated cloud. The zero value is usable: New fills
+// every empty field with the default documented on it.
+type Config struct {
+	Region string // default "ap-northeast-1"
+	// Zones default to <region>a, <region>c, <region>d (ap-northeast-1 has no
+	// usable "b", and students meet that oddity in the real console).
+	Zones []string
+	// VPCCIDR is an IPv4 network between /8 and /24. It is cut into equal
+	// subnets (a /20 per zone for the default /16), one per zone; instance
+	// private IPs come from their zone's subnet.
+	VPCCIDR string // default "10.0.0.0/16"
+	// Domain is the lab's DNS domain; load balancer DNS names are
+	// "<name>-<10 digits>.elb.<region>.<domain>".
+	Domain string // default "ccmlab.internal"
+	// IngressMode is IngressHostname (default) or IngressIP; in ip mode each
+	// load balancer gets an address from LBCIDR instead of a DNS name.
+	IngressMode string
+	LBCIDR      string // default "198.51.100.0/24" (TEST-NET-2); at most /30
+	// DefaultInstanceType is used when RunInstanceInput.InstanceType is empty.
+	DefaultInstanceType string // default "m5.large"
+	// StatePath is a JSON file holding instances, load balancers and routes.
+	// "" keeps everything in memory. New loads it when it exists.
+	StatePath string
+	Clock     clock.WithTicker // default clock.RealClock{}
+	// CallLogSize bounds the call log ring buffer.
+	CallLogSize int // default 5000
+}
+
+const (
+	defaultRegion       = "ap-northeast-1"
+	defaultVPCCIDR      = "10.0.0.0/16"
+	defaultDomain       = "ccmlab.internal"
+	defaultLBCIDR       = "198.51.100.0/24"
+	defaultInstanceType = "m5.large"
+	defaultCallLogSize  = 5000
+
+	// 4 extra bits give 16 subnets: room for every real region's zones while
+	// keeping AWS's familiar /16 VPC -> /20 subnet shape.
+	minSubnetBits = 4
+	// Below /28 a subnet has too few addresses to be worth a zone (AWS has
+	// the same floor).
+	maxSubnetPrefix = 28
+	// AWS keeps the first four addresses of every subnet (network, router,
+	// DNS, future use) and the last one; mirroring that makes the first
+	// instance 10.0.0.4, as students see in a real VPC.
+	subnetReservedLow = 4
+)
+
+func (c *Config) setDefaults() {
+	if c.Region == "" {
+		c.Region = defaultRegion
+	}
+	if len(c.Zones) == 0 {
+		c.Zones = []string{c.Region + "a", c.Region + "c", c.Region + "d"}
+	} else {
+		// Copy so a caller reusing its slice cannot change our zones.
+		c.Zones = slices.Clone(c.Zones)
+	}
+	if c.VPCCIDR == "" {
+		c.VPCCIDR = defaultVPCCIDR
+	}
+	if c.Domain == "" {
+		c.Domain = defaultDomain
+	}
+	if c.IngressMode == "" {
+		c.IngressMode = IngressHostname
+	}
+	if c.LBCIDR == "" {
+		c.LBCIDR = defaultLBCIDR
+	}
+	if c.DefaultInstanceType == "" {
+		c.DefaultInstanceType = defaultInstanceType
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+	if c.CallLogSize == 0 {
+		c.CallLogSize = defaultCallLogSize
+	}
+}
+
+// validate checks a Config after defaults are applied and says what is wrong
+// in terms a lab operator can act on.
+func (c *Config) validate() error {
+	var errs []error
+	if !isDNSName(c.Region) {
+		errs = append(errs, fmt.Errorf("region %q: want lowercase letters, digits and hyphens, like %q", c.Region, defaultRegion))
+	}
+	if len(c.Zones) == 0 {
+		errs = append(errs, errors.New("zones: at least one zone is required"))
+	}
+	seen := map[string]bool{}
+	for i, z := range c.Zones {
+		switch {
+		case z == "":
+			errs = append(errs, fmt.Errorf("zones[%d]: empty zone name", i))
+		case !isDNSName(z):
+			errs = append(errs, fmt.Errorf("zones[%d] %q: want lowercase letters, digits and hyphens, like %q", i, z, c.Region+"a"))
+		case seen[z]:
+			errs = append(errs, fmt.Errorf("zones[%d] %q: listed twice", i, z))
+		}
+		seen[z] = true
+	}
+	vpc, err := parseNetwork("VPCCIDR", c.VPCCIDR)
+	if err != nil {
+		errs = append(errs, err)
+	} else if vpc.Bits() < 8 || vpc.Bits() > 24 {
+		errs = append(errs, fmt.Errorf("VPCCIDR %q: prefix length must be between /8 and /24", c.VPCCIDR))
+	} else if len(c.Zones) > 0 {
+		if _, err := subnetPrefixLen(vpc, len(c.Zones)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if !isDNSName(c.Domain) {
+		errs = append(errs, fmt.Errorf("domain %q: want a DNS name like %q", c.Domain, defaultDomain))
+	}
+	switch c.IngressMode {
+	case IngressHostname, IngressIP:
+	default:
+		errs = append(errs, fmt.Errorf("ingress mode %q: want %q or %q", c.IngressMode, IngressHostname, IngressIP))
+	}
+	lb, err := parseNetwork("LBCIDR", c.LBCIDR)
+	if err != nil {
+		errs = append(errs, err)
+	} else if lb.Bits() > 30 {
+		errs = append(errs, fmt.Errorf("LBCIDR %q: prefix length must be /30 or shorter to leave usable addresses", c.LBCIDR))
+	} else if vpc.IsValid() && vpc.Overlaps(lb) {
+		errs = append(errs, fmt.Errorf("LBCIDR %q overlaps VPCCIDR %q: load balancer and instance addresses would collide", c.LBCIDR, c.VPCCIDR))
+	}
+	if msg := instanceTypeProblem(c.DefaultInstanceType); msg != "" {
+		errs = append(errs, fmt.Errorf("default instance type: %s", msg))
+	}
+	if c.Clock == nil {
+		errs = append(errs, errors.New("clock: must not be nil"))
+	}
+	if c.CallLogSize < 1 {
+		errs = append(errs, fmt.Errorf("call log size %d: must be positive", c.CallLogSize))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("cloud: invalid config: %w", err)
+	}
+	return nil
+}
+
+func parseNetwork(field, s string) (netip.Prefix, error) {
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("%s %q: not a CIDR block like %q", field, s, "10.0.0.0/16")
+	}
+	if !p.Addr().Is4() {
+		return netip.Prefix{}, fmt.Errorf("%s %q: only IPv4 is supported", field, s)
+	}
+	if p.Masked() != p {
+		return netip.Prefix{}, fmt.Errorf("%s %q: host bits are set; did you mean %q?", field, s, p.Masked().String())
+	}
+	return p, nil
+}
+
+func subnetPrefixLen(vpc netip.Prefix, zones int) (int, error) {
+	bits := minSubnetBits
+	for 1<<bits < zones {
+		bits++
+	}
+	if vpc.Bits()+bits > maxSubnetPrefix {
+		return 0, fmt.Errorf("VPCCIDR %s is too small for %d zones: each zone needs at least a /%d subnet", vpc, zones, maxSubnetPrefix)
+	}
+	return vpc.Bits() + bits, nil
+}
+
+// isDNSName accepts dot-separated labels of lowercase letters, digits and
+// inner hyphens: enough to keep generated DNS names and node names valid.
+func isDNSName(s string) bool {
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(s, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(label); i++ {
+			ch := label[i]
+			if !(ch >= 'a' && ch <= 'z' || ch >= '0' && ch <= '9' || ch == '-') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// network is the address layout derived from Config: one pool per zone and
+// one for load balancer IPs.
+type network struct {
+	vpc     netip.Prefix
+	subnets map[string]*ipPool
+	lb      *ipPool
+}
+
+func newNetwork(cfg *Config) *network {
+	// Errors were ruled out by validate.
+	vpc, _ := parseNetwork("VPCCIDR", cfg.VPCCIDR)
+	lb, _ := parseNetwork("LBCIDR", cfg.LBCIDR)
+	plen, _ := subnetPrefixLen(vpc, len(cfg.Zones))
+	n := &network{vpc: vpc, subnets: make(map[string]*ipPool, len(cfg.Zones)), lb: newIPPool(lb, 1, 1)}
+	base := addrToU32(vpc.Addr())
+	step := uint32(1) << (32 - plen)
+	for i, z := range cfg.Zones {
+		sub := netip.PrefixFrom(u32ToAddr(base+uint32(i)*step), plen)
+		n.subnets[z] = newIPPool(sub, subnetReservedLow, 1)
+	}
+	return n
+}
+
+// ipPool hands out IPv4 addresses from a prefix. It walks a cursor forward
+// instead of always taking the lowest free address, so an address released a
+// moment ago is not handed straight to the next instance: a stale Node or
+// endpoint still pointing at it would otherwise silently hit the wrong VM.
+type ipPool struct {
+	prefix      netip.Prefix
+	first, last uint32 // usable range, inclusive
+	next        uint32
+	used        map[uint32]struct{}
+}
+
+func newIPPool(p netip.Prefix, reservedLow, reservedHigh uint32) *ipPool {
+	base := addrToU32(p.Addr())
+	size := uint32(1) << (32 - p.Bits())
+	return &ipPool{
+		prefix: p,
+		first:  base + reservedLow,
+		last:   base + size - 1 - reservedHigh,
+		next:   base + reservedLow,
+		used:   map[uint32]struct{}{},
+	}
+}
+
+func (p *ipPool) allocate() (netip.Addr, bool) {
+	n := p.last - p.first + 1
+	for range n {
+		a := p.next
+		if p.next == p.last {
+			p.next = p.first
+		} else {
+			p.next++
+		}
+		if _, taken := p.used[a]; !taken {
+			p.used[a] = struct{}{}
+			return u32ToAddr(a), true
+		}
+	}
+	return netip.Addr{}, false
+}
+
+// reserve marks an address loaded from the state file as taken.
+func (p *ipPool) reserve(a netip.Addr) error {
+	if !a.Is4() {
+		return fmt.Errorf("%s is not an IPv4 address", a)
+	}
+	u := addrToU32(a)
+	if u < p.first || u > p.last {
+		return fmt.Errorf("%s is outside the usable range of %s", a, p.prefix)
+	}
+	if _, taken := p.used[u]; taken {
+		return fmt.Errorf("%s is used twice", a)
+	}
+	p.used[u] = struct{}{}
+	return nil
+}
+
+func (p *ipPool) release(a netip.Addr) {
+	if a.Is4() {
+		delete(p.used, addrToU32(a))
+	}
+}
+
+func addrToU32(a netip.Addr) uint32 {
+	b := a.As4()
+	return binary.BigEndian.Uint32(b[:])
+}
+
+func u32ToAddr(u uint32) netip.Addr {
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], u)
+	return netip.AddrFrom4(b)
+}

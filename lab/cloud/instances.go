@@ -1,0 +1,394 @@
+package cloud
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+)
+
+// InstanceState follows the EC2 lifecycle. The lab moves instances straight
+// to running, stopped or terminated: a pending state driven by a timer would
+// race with the controllers students are watching.
+type InstanceState string
+
+const (
+	InstancePending    InstanceState = "pending"
+	InstanceRunning    InstanceState = "running"
+	InstanceStopping   InstanceState = "stopping"
+	InstanceStopped    InstanceState = "stopped"
+	InstanceTerminated InstanceState = "terminated"
+)
+
+// Instance is a VM; the simulated kubelet turns a running one into a Node.
+type Instance struct {
+	ID string `json:"id"`
+	// Name equals PrivateDNSName: on AWS that is the Node name the kubelet
+	// registers, and the Node controller finds the instance by it.
+	Name           string        `json:"name"`
+	Zone           string        `json:"zone"`
+	InstanceType   string        `json:"instanceType"`
+	PrivateIP      string        `json:"privateIP"`
+	PrivateDNSName string        `json:"privateDNSName"`
+	State          InstanceState `json:"state"`
+	LaunchTime     time.Time     `json:"launchTime"`
+	// StateTransitionTime is when State last changed. A terminated instance
+	// stays listed (as on AWS, where the node-lifecycle controller sees it as
+	// "terminated") for an hour after it, keeping its IP and DNS name so
+	// they cannot be reused by a new instance while anyone may still look
+	// them up.
+	StateTransitionTime time.Time         `json:"stateTransitionTime"`
+	Tags                map[string]string `json:"tags,omitempty"`
+}
+
+const terminatedRetention = time.Hour
+
+func (i Instance) clone() Instance {
+	i.Tags = cloneTags(i.Tags)
+	return i
+}
+
+type instanceRec struct {
+	Instance
+	seq uint64 // launch order
+}
+
+// RunInstanceInput asks for one instance. Zone "" places it round-robin over
+// the configured zones; InstanceType "" uses Config.DefaultInstanceType.
+type RunInstanceInput struct {
+	Zone         string            `json:"zone,omitempty"`
+	InstanceType string            `json:"instanceType,omitempty"`
+	Tags         map[string]string `json:"tags,omitempty"`
+}
+
+// RunInstance launches one instance, running immediately.
+func (c *Cloud) RunInstance(ctx context.Context, in RunInstanceInput) (Instance, error) {
+	itype := cmp.Or(in.InstanceType, c.cfg.DefaultInstanceType)
+	req := fmt.Sprintf("zone=%s type=%s", cmp.Or(in.Zone, "auto"), itype)
+	if len(in.Tags) > 0 {
+		req += " tags=" + summarizeTags(in.Tags)
+	}
+	var out Instance
+	err := c.call(ctx, ActionRunInstances, req, func(emit emitFunc) (string, error) {
+		if msg := instanceTypeProblem(itype); msg != "" {
+			return "", errorf(ErrInvalidParameter, "Invalid value '%s' for InstanceType: %s", itype, msg)
+		}
+		if _, ok := c.net.subnets[in.Zone]; in.Zone != "" && !ok {
+			return "", errorf(ErrInvalidParameter, "Invalid availability zone: [%s]; this region has %s",
+				in.Zone, strings.Join(c.cfg.Zones, ", "))
+		}
+		if err := validateTags(in.Tags); err != nil {
+			return "", err
+		}
+
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		now := c.now()
+		c.purgeTerminatedLocked(now, emit)
+		zone, ip, err := c.placeLocked(in.Zone)
+		if err != nil {
+			return "", err
+		}
+		c.instSeq++
+		dns := "ip-" + strings.ReplaceAll(ip, ".", "-") + "." + c.cfg.Region + ".compute.internal"
+		rec := &instanceRec{seq: c.instSeq, Instance: Instance{
+			ID:                  c.newInstanceIDLocked(),
+			Name:                dns,
+			Zone:                zone,
+			InstanceType:        itype,
+			PrivateIP:           ip,
+			PrivateDNSName:      dns,
+			State:               InstanceRunning,
+			LaunchTime:          now,
+			StateTransitionTime: now,
+			Tags:                cloneTags(in.Tags),
+		}}
+		c.instances[rec.ID] = rec
+		c.byDNS[dns] = rec.ID
+		emit(EventInstance, rec.ID)
+		out = rec.clone()
+		return fmt.Sprintf("%s %s %s %s", rec.ID, zone, ip, rec.State), nil
+	})
+	return out, err
+}
+
+// placeLocked picks the zone (round-robin when not given, skipping full
+// subnets) and allocates the private IP.
+func (c *Cloud) placeLocked(zone string) (string, string, error) {
+	if zone != "" {
+		ip, ok := c.net.subnets[zone].allocate()
+		if !ok {
+			return "", "", errorf(ErrNoAddresses, "There are not enough free addresses in the subnet of %s (%s) to satisfy the requested number of instances.",
+				zone, c.net.subnets[zone].prefix)
+		}
+		return zone, ip.String(), nil
+	}
+	n := len(c.cfg.Zones)
+	for i := range n {
+		z := c.cfg.Zones[(c.nextZone+i)%n]
+		if ip, ok := c.net.subnets[z].allocate(); ok {
+			c.nextZone = (c.nextZone + i + 1) % n
+			return z, ip.String(), nil
+		}
+	}
+	return "", "", errorf(ErrNoAddresses, "Every subnet of VPC %s is full.", c.net.vpc)
+}
+
+func (c *Cloud) newInstanceIDLocked() string {
+	for {
+		var b [9]byte
+		_, _ = rand.Read(b[:]) // never fails (crypto/rand panics instead)
+		id := "i-" + hex.EncodeToString(b[:])[:17]
+		if _, dup := c.instances[id]; !dup {
+			return id
+		}
+	}
+}
+
+func (c *Cloud) purgeTerminatedLocked(now time.Time, emit emitFunc) {
+	for id, rec := range c.instances {
+		if rec.State == InstanceTerminated && now.Sub(rec.StateTransitionTime) >= terminatedRetention {
+			c.removeInstanceLocked(rec)
+			emit(EventInstance, id)
+		}
+	}
+}
+
+func (c *Cloud) removeInstanceLocked(rec *instanceRec) {
+	delete(c.instances, rec.ID)
+	delete(c.byDNS, rec.PrivateDNSName)
+	if sn, ok := c.net.subnets[rec.Zone]; ok {
+		sn.release(parseAddr(rec.PrivateIP))
+	}
+}
+
+// DescribeInstancesInput selects instances. IDs must all exist (as on AWS,
+// one unknown ID fails the whole call); PrivateDNSNames is a filter and
+// matches nothing quietly. Both empty lists every instance, terminated ones
+// included.
+type DescribeInstancesInput struct {
+	IDs             []string `json:"ids,omitempty"`
+	PrivateDNSNames []string `json:"privateDNSNames,omitempty"`
+}
+
+// DescribeInstances returns instances in request order when IDs are given,
+// otherwise in launch order.
+func (c *Cloud) DescribeInstances(ctx context.Context, in DescribeInstancesInput) ([]Instance, error) {
+	req := "all"
+	if len(in.IDs) > 0 || len(in.PrivateDNSNames) > 0 {
+		var parts []string
+		if len(in.IDs) > 0 {
+			parts = append(parts, "ids="+summarize(in.IDs))
+		}
+		if len(in.PrivateDNSNames) > 0 {
+			parts = append(parts, "private-dns-name="+summarize(in.PrivateDNSNames))
+		}
+		req = strings.Join(parts, " ")
+	}
+	var out []Instance
+	err := c.call(ctx, ActionDescribeInstances, req, func(emitFunc) (string, error) {
+		c.mu.RLock()
+		defer c.mu.RUnlock()
+		var recs []*instanceRec
+		if len(in.IDs) > 0 {
+			var missing []string
+			seen := make(map[string]bool, len(in.IDs))
+			for _, id := range in.IDs {
+				if seen[id] {
+					continue
+				}
+				seen[id] = true
+				if rec, ok := c.instances[id]; ok {
+					recs = append(recs, rec)
+				} else {
+					missing = append(missing, id)
+				}
+			}
+			if len(missing) == 1 {
+				return "", errorf(ErrInstanceNotFound, "The instance ID '%s' does not exist", missing[0])
+			} else if len(missing) > 1 {
+				return "", errorf(ErrInstanceNotFound, "The instance IDs '%s' do not exist", strings.Join(missing, ", "))
+			}
+		} else {
+			recs = c.sortedInstancesLocked()
+		}
+		var names map[string]bool
+		if len(in.PrivateDNSNames) > 0 {
+			names = make(map[string]bool, len(in.PrivateDNSNames))
+			for _, n := range in.PrivateDNSNames {
+				names[n] = true
+			}
+		}
+		out = make([]Instance, 0, len(recs))
+		for _, rec := range recs {
+			if names == nil || names[rec.PrivateDNSName] {
+				out = append(out, rec.clone())
+			}
+		}
+		if len(out) == 1 {
+			return fmt.Sprintf("1 instance: %s %s", out[0].ID, out[0].State), nil
+		}
+		return fmt.Sprintf("%d instances", len(out)), nil
+	})
+	return out, err
+}
+
+// StopInstance stops a running instance; stopping a stopped one is a no-op.
+// Its load balancer targets turn "unused" until it starts again.
+func (c *Cloud) StopInstance(ctx context.Context, id string) (Instance, error) {
+	return c.transition(ctx, ActionStopInstances, id, func(rec *instanceRec, emit emitFunc) error {
+		switch rec.State {
+		case InstanceTerminated:
+			return errorf(ErrIncorrectState, "This instance '%s' is not in a state from which it can be stopped.", id)
+		case InstanceStopped:
+			return nil
+		}
+		c.setStateLocked(rec, InstanceStopped, emit)
+		c.setInstanceTargetsLocked(id, TargetUnused, reasonInvalidState, emit)
+		return nil
+	})
+}
+
+// StartInstance starts a stopped instance; starting a running one is a
+// no-op. Its load balancer targets go back to "initial".
+func (c *Cloud) StartInstance(ctx context.Context, id string) (Instance, error) {
+	return c.transition(ctx, ActionStartInstances, id, func(rec *instanceRec, emit emitFunc) error {
+		switch rec.State {
+		case InstanceTerminated:
+			return errorf(ErrIncorrectState, "This instance '%s' is not in a state from which it can be started.", id)
+		case InstanceRunning:
+			return nil
+		}
+		c.setStateLocked(rec, InstanceRunning, emit)
+		rec.LaunchTime = rec.StateTransitionTime // EC2 resets LaunchTime on start
+		c.setInstanceTargetsLocked(id, TargetInitial, reasonRegistering, emit)
+		return nil
+	})
+}
+
+// TerminateInstance terminates an instance; terminating twice is a no-op.
+// Like ELB, the cloud deregisters it from every load balancer; routes to it
+// turn into blackholes (see Route.State).
+func (c *Cloud) TerminateInstance(ctx context.Context, id string) (Instance, error) {
+	return c.transition(ctx, ActionTerminateInstances, id, func(rec *instanceRec, emit emitFunc) error {
+		if rec.State == InstanceTerminated {
+			return nil
+		}
+		c.setStateLocked(rec, InstanceTerminated, emit)
+		c.dropInstanceTargetsLocked(id, emit)
+		for _, r := range c.routes {
+			if r.InstanceID == id {
+				emit(EventRoute, r.DestinationCIDR)
+			}
+		}
+		return nil
+	})
+}
+
+func (c *Cloud) transition(ctx context.Context, action, id string, fn func(*instanceRec, emitFunc) error) (Instance, error) {
+	var out Instance
+	err := c.call(ctx, action, "id="+id, func(emit emitFunc) (string, error) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		rec, ok := c.instances[id]
+		if !ok {
+			return "", errorf(ErrInstanceNotFound, "The instance ID '%s' does not exist", id)
+		}
+		before := rec.State
+		if err := fn(rec, emit); err != nil {
+			return "", err
+		}
+		out = rec.clone()
+		if before == rec.State {
+			return fmt.Sprintf("%s %s (unchanged)", id, rec.State), nil
+		}
+		return fmt.Sprintf("%s %s -> %s", id, before, rec.State), nil
+	})
+	return out, err
+}
+
+func (c *Cloud) setStateLocked(rec *instanceRec, s InstanceState, emit emitFunc) {
+	rec.State = s
+	rec.StateTransitionTime = c.now()
+	emit(EventInstance, rec.ID)
+}
+
+func (c *Cloud) sortedInstancesLocked() []*instanceRec {
+	recs := slices.Collect(maps.Values(c.instances))
+	slices.SortFunc(recs, func(a, b *instanceRec) int { return cmp.Compare(a.seq, b.seq) })
+	return recs
+}
+
+func (c *Cloud) instancesLocked() []Instance {
+	recs := c.sortedInstancesLocked()
+	out := make([]Instance, len(recs))
+	for i, r := range recs {
+		out[i] = r.clone()
+	}
+	return out
+}
+
+// instanceTypeProblem returns why s is not shaped like an EC2 instance type
+// ("family.size"), or "". The lab has no price list, so any such name works.
+func instanceTypeProblem(s string) string {
+	family, size, ok := strings.Cut(s, ".")
+	if !ok || family == "" || size == "" || strings.Contains(size, ".") || len(s) > 64 {
+		return `want "family.size", like "m5.large"`
+	}
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		if !(ch >= 'a' && ch <= 'z' || ch >= '0' && ch <= '9' || ch == '-' || ch == '.') {
+			return `only lowercase letters, digits, "-" and "." are allowed`
+		}
+	}
+	return ""
+}
+
+func isInstanceID(s string) bool {
+	if len(s) != 19 || !strings.HasPrefix(s, "i-") {
+		return false
+	}
+	for i := 2; i < len(s); i++ {
+		if ch := s[i]; !(ch >= '0' && ch <= '9' || ch >= 'a' && ch <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// validateTags applies EC2's tag limits, so bad tags fail here rather than
+// later on a real cloud.
+func validateTags(tags map[string]string) error {
+	for k, v := range tags {
+		switch {
+		case k == "" || len(k) > 128:
+			return errorf(ErrInvalidParameter, "Tag key '%s' must be 1-128 characters", k)
+		case strings.HasPrefix(strings.ToLower(k), "aws:"):
+			return errorf(ErrInvalidParameter, "Tag key '%s' uses the reserved prefix 'aws:'", k)
+		case len(v) > 256:
+			return errorf(ErrInvalidParameter, "Tag value for key '%s' is longer than 256 characters", k)
+		}
+	}
+	return nil
+}
+
+func cloneTags(t map[string]string) map[string]string {
+	if len(t) == 0 {
+		return nil
+	}
+	return maps.Clone(t)
+}
+
+func summarizeTags(t map[string]string) string {
+	keys := slices.Sorted(maps.Keys(t))
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + t[k]
+	}
+	return summarize(parts)
+}

@@ -1,0 +1,218 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"go.etcd.io/etcd/server/v3/embed"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	"k8s.io/klog/v2"
+)
+
+// ControlPlane is a running etcd + kube-apiserver + kube-controller-manager +
+// kube-scheduler.
+type ControlPlane struct {
+	cfg Config
+	pki pki
+
+	etcd   *embed.Etcd
+	server string // https://127.0.0.1:<port>
+
+	// Each component has its own context so Stop can shut them down in
+	// dependency order: clients first, then the apiserver, then etcd.
+	components []*component
+
+	restConfig *rest.Config
+	stopOnce   sync.Once
+	stopErr    error
+}
+
+type component struct {
+	name   string
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error
+}
+
+func (c *component) wait(timeout time.Duration) error {
+	select {
+	case <-c.done:
+		if c.err != nil && !errors.Is(c.err, context.Canceled) {
+			return fmt.Errorf("%s: %w", c.name, c.err)
+		}
+		return nil
+	case <-time.After(timeout):
+		return fmt.Errorf("%s did not stop within %s", c.name, timeout)
+	}
+}
+
+// KubeconfigPath is the admin kubeconfig written on every start.
+func (cp *ControlPlane) KubeconfigPath() string { return filepath.Join(cp.cfg.DataDir, "kubeconfig") }
+
+// componentKubeconfig is what the controller-manager and scheduler use. It is
+// the admin identity: in a single-user lab the RBAC split between system
+// components would teach nothing and cost start-up time.
+func (cp *ControlPlane) componentKubeconfig() string { return cp.KubeconfigPath() }
+
+// Server is the apiserver URL.
+func (cp *ControlPlane) Server() string { return cp.server }
+
+// RestConfig returns a copy of the admin client configuration.
+func (cp *ControlPlane) RestConfig() *rest.Config { return rest.CopyConfig(cp.restConfig) }
+
+// Start brings the control plane up and returns once the apiserver answers
+// /readyz and the controller-manager and scheduler are running. On error
+// everything started so far is stopped again.
+func Start(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
+	cfg.Defaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	quietKlog(cfg.Verbosity)
+
+	cp := &ControlPlane{cfg: cfg, pki: pki{dir: filepath.Join(cfg.DataDir, "pki")}}
+	defer func() {
+		if err != nil {
+			_ = cp.Stop()
+		}
+	}()
+	begin := time.Now()
+	if err := cp.pki.ensure(); err != nil {
+		return nil, fmt.Errorf("preparing certificates in %s: %w", cp.pki.dir, err)
+	}
+
+	cp.etcd, cp.server, err = startEtcd(cfg.DataDir, cfg.Verbosity)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Progress("etcd", time.Since(begin))
+
+	// The apiserver gets a listener bound here, so its port is free by
+	// construction.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("binding the apiserver port: %w", err)
+	}
+	etcdURL := cp.server
+	cp.server = fmt.Sprintf("https://%s", ln.Addr().String())
+	if err := cp.writeKubeconfig(); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	if cp.restConfig, err = cp.loadRestConfig(); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	if err := cp.launch(ctx, "kube-apiserver", func(c context.Context) (func() error, error) {
+		return cp.runAPIServer(c, ln, etcdURL)
+	}); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	if err := cp.waitAPIServerReady(ctx); err != nil {
+		return nil, err
+	}
+	cfg.Progress("apiserver", time.Since(begin))
+
+	if err := cp.launch(ctx, "kube-controller-manager", cp.runControllerManager); err != nil {
+		return nil, err
+	}
+	cfg.Progress("controller-manager", time.Since(begin))
+	if err := cp.launch(ctx, "kube-scheduler", cp.runScheduler); err != nil {
+		return nil, err
+	}
+	cfg.Progress("scheduler", time.Since(begin))
+	return cp, nil
+}
+
+// launch builds a component with its own context (derived from the
+// caller's values but not its cancellation, so Stop decides the order) and
+// runs it in the background.
+func (cp *ControlPlane) launch(ctx context.Context, name string, build func(context.Context) (func() error, error)) error {
+	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	run, err := build(cctx)
+	if err != nil {
+		cancel()
+		return err
+	}
+	c := &component{name: name, cancel: cancel, done: make(chan struct{})}
+	cp.components = append(cp.components, c)
+	go func() {
+		defer close(c.done)
+		c.err = run()
+	}()
+	return nil
+}
+
+func (cp *ControlPlane) waitAPIServerReady(ctx context.Context) error {
+	client, err := kubernetes.NewForConfig(cp.restConfig)
+	if err != nil {
+		return err
+	}
+	apiserver := cp.components[0]
+	var last error
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		select {
+		case <-apiserver.done:
+			return false, fmt.Errorf("kube-apiserver exited: %w", apiserver.err)
+		default:
+		}
+		body, err := client.CoreV1().RESTClient().Get().AbsPath("/readyz").Do(ctx).Raw()
+		if err != nil {
+			last = fmt.Errorf("%w: %s", err, body)
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil && last != nil {
+		return fmt.Errorf("kube-apiserver not ready: %w (last answer: %v)", err, last)
+	}
+	return err
+}
+
+// Stop shuts the components down in reverse order and closes etcd last, so
+// that the next Start finds its data intact. It is safe to call twice.
+func (cp *ControlPlane) Stop() error {
+	cp.stopOnce.Do(func() {
+		var errs []error
+		for i := len(cp.components) - 1; i >= 0; i-- {
+			c := cp.components[i]
+			c.cancel()
+			if err := c.wait(30 * time.Second); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if cp.etcd != nil {
+			cp.etcd.Close()
+		}
+		cp.stopErr = errors.Join(errs...)
+	})
+	return cp.stopErr
+}
+
+// quietKlog routes the Kubernetes components' klog output nowhere unless a
+// verbosity was asked for. klog is process-global, which is why this is the
+// only place that touches it.
+func quietKlog(v int) {
+	// Each component re-applies logging options; without this a second
+	// application with equal values would fail.
+	logsapi.ReapplyHandling = logsapi.ReapplyHandlingIgnoreUnchanged
+	if v == 0 {
+		klog.SetLogger(logr.Discard())
+		return
+	}
+	klog.ClearLogger()
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	_ = fs.Set("v", fmt.Sprint(v))
+}
