@@ -1,0 +1,51 @@
+# ccmlab: run `make help` for the targets.
+SHELL := /bin/bash
+GO ?= go
+BIN := bin/ccmlab
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X main.version=$(VERSION)
+# Packages whose code holds concurrency; they run under the race detector.
+RACE_PKGS := ./lab/cloud/... ./server/... ./controllers/... ./lab/kubelet/... ./lab/dataplane/... ./lab/flow/...
+CHROMIUM ?= $(shell command -v chromium || command -v chromium-browser || command -v google-chrome || true)
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## Show this help
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## Build bin/ccmlab
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/ccmlab
+
+.PHONY: run
+run: build ## Start the lab (embedded control plane, no Docker, no flags)
+	./$(BIN)
+
+.PHONY: generate
+generate: ## Regenerate templ components
+	$(GO) tool templ generate
+
+.PHONY: lint
+lint: ## gofmt, go vet
+	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '_templ.go$$')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+.PHONY: verify
+verify: lint ## lint + generated files are current
+	@if [ -n "$$(git ls-files '*.templ')" ]; then \
+		$(GO) tool templ generate >/dev/null && git diff --exit-code -- '*_templ.go' || { echo "templ output is stale: run make generate"; exit 1; }; \
+	fi
+
+.PHONY: test
+test: verify ## Run every test (integration and browser tests included)
+	$(GO) test -count=1 -timeout 30m ./...
+	$(GO) test -count=1 -race -timeout 30m $(RACE_PKGS)
+
+.PHONY: bench
+bench: build ## Run the benchmarks and print their figures
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./...
+
+.PHONY: clean
+clean: ## Remove build output (not the lab's data dir)
+	rm -rf bin artifacts

@@ -1,0 +1,51 @@
+package controlplane
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		mutate  func(*Config)
+		wantErr string
+	}{
+		{"defaults are valid", func(*Config) {}, ""},
+		{"no data dir", func(c *Config) { c.DataDir = "" }, "data dir is required"},
+		{"bad service CIDR", func(c *Config) { c.ServiceCIDR = "10.96.0.0/99" }, "service CIDR"},
+		{"mask not longer than cluster", func(c *Config) { c.NodeCIDRMaskSize = 16 }, "must be longer"},
+		{"grace too short", func(c *Config) { c.NodeMonitorGracePeriod = time.Second }, "too short"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Config{DataDir: "/tmp/x"}
+			c.Defaults()
+			tt.mutate(&c)
+			err := c.validate()
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("err = %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// The chapter's point about the controller-manager, kept as a test so it
+// cannot silently drift.
+func TestControllerManagerRunsWithExternalCloudProvider(t *testing.T) {
+	cp := &ControlPlane{cfg: Config{DataDir: "/tmp/x"}, pki: pki{dir: "/tmp/x/pki"}}
+	cp.cfg.Defaults()
+	args := strings.Join(cp.controllerManagerArgs(), " ")
+	for _, want := range []string{"--cloud-provider=external", "--allocate-node-cidrs=true", "--cluster-cidr=10.244.0.0/16", "--node-monitor-grace-period=10s"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("controller-manager args lack %s: %s", want, args)
+		}
+	}
+}

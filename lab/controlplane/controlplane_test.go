@@ -1,0 +1,110 @@
+package controlplane_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+
+	"github.com/ccmlab/ccmlab/lab/controlplane/cptest"
+)
+
+var env *cptest.Env
+
+func TestMain(m *testing.M) { cptest.Main(m, &env) }
+
+func TestKubeconfigListsSystemNamespaces(t *testing.T) {
+	// Go through the written kubeconfig file, as a student's kubectl would.
+	cfg, err := clientcmd.BuildConfigFromFlags("", env.CP.KubeconfigPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	want := []string{"default", "kube-node-lease", "kube-public", "kube-system"}
+	// The system namespaces are created by the apiserver's post-start hooks,
+	// which may still be finishing right after /readyz.
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		list, err := client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		have := map[string]bool{}
+		for _, ns := range list.Items {
+			have[ns.Name] = true
+		}
+		for _, n := range want {
+			if !have[n] {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("system namespaces %v not all present: %v", want, err)
+	}
+}
+
+// A Deployment without nodes must get a Pod that the real scheduler refuses:
+// proof that the controller-manager (ReplicaSet) and the scheduler run.
+func TestDeploymentPodPendingWithoutNodes(t *testing.T) {
+	ctx := context.Background()
+	labels := map[string]string{"app": "web"}
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: "nginx", Image: "nginx:1.29",
+					Ports: []corev1.ContainerPort{{ContainerPort: 80}},
+				}}},
+			},
+		},
+	}
+	if _, err := env.Client.AppsV1().Deployments("default").Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = env.Client.AppsV1().Deployments("default").Delete(context.Background(), "web", metav1.DeleteOptions{})
+	})
+
+	var msg string
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		pods, err := env.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+		if err != nil || len(pods.Items) == 0 {
+			return false, err
+		}
+		pod := pods.Items[0]
+		if pod.Status.Phase != corev1.PodPending {
+			t.Fatalf("pod %s is %s, want Pending", pod.Name, pod.Status.Phase)
+		}
+		events, err := env.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{
+			FieldSelector: "involvedObject.name=" + pod.Name + ",reason=FailedScheduling",
+		})
+		if err != nil || len(events.Items) == 0 {
+			return false, err
+		}
+		msg = events.Items[0].Message
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("no FailedScheduling event: %v", err)
+	}
+	if !strings.Contains(msg, "no nodes available") {
+		t.Fatalf("FailedScheduling says %q, want it to say no nodes are available", msg)
+	}
+}
