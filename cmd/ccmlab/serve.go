@@ -55,18 +55,18 @@ func serve(ctx context.Context, o *serveOptions, out io.Writer) error {
 		return err
 	}
 	begin := time.Now()
-	dataDir, unlock, err := prepareDataDir(o.dataDir)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-
-	// Bind before starting anything, so a busy port fails fast and leaves
-	// the data dir untouched.
+	// Bind before touching anything, so a busy port fails fast and leaves
+	// the data dir as it was.
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", o.listen, errors.Unwrap(err))
 	}
+	dataDir, unlock, err := prepareDataDir(o.dataDir)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer unlock()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	srv, err := server.New(server.Config{Logger: logger})
 	if err != nil {

@@ -1,0 +1,228 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// These tests run the real binary, because what they check is what a user
+// sees: exit codes, the one-line errors, and a restart of the whole process.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "ccmlab-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "ccmlab")
+	build := exec.Command("go", "build", "-o", binary, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building ccmlab:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// lab is a running ccmlab process.
+type lab struct {
+	cmd    *exec.Cmd
+	out    *bytes.Buffer
+	ready  chan string // the kubeconfig path from the ready line
+	stderr *bytes.Buffer
+}
+
+func startLab(t *testing.T, dataDir string, args ...string) *lab {
+	t.Helper()
+	args = append([]string{"--data-dir", dataDir, "--listen", freeAddr(t)}, args...)
+	cmd := exec.Command(binary, args...)
+	pr, pw := io.Pipe()
+	l := &lab{cmd: cmd, out: &bytes.Buffer{}, stderr: &bytes.Buffer{}, ready: make(chan string, 1)}
+	cmd.Stdout = pw
+	cmd.Stderr = l.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			line := sc.Text()
+			l.out.WriteString(line + "\n")
+			if strings.HasPrefix(line, "ccmlab is ready:") {
+				_, kubeconfig, _ := strings.Cut(line, "kubeconfig: ")
+				l.ready <- kubeconfig
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		pw.Close()
+	})
+	select {
+	case <-l.ready:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("lab not ready; output:\n%s\nstderr:\n%s", l.out, l.stderr)
+	}
+	return l
+}
+
+// stop sends SIGTERM and expects a clean exit.
+func (l *lab) stop(t *testing.T) {
+	t.Helper()
+	if err := l.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- l.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("ccmlab exited with %v; stderr:\n%s", err, l.stderr)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("ccmlab did not stop within a minute of SIGTERM")
+	}
+}
+
+func clientFor(t *testing.T, dataDir string) kubernetes.Interface {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dataDir, "kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestRestartKeepsObjects(t *testing.T) {
+	dataDir := t.TempDir()
+	ctx := context.Background()
+	l := startLab(t, dataDir)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "survivor"}, Data: map[string]string{"k": "v"}}
+	if _, err := clientFor(t, dataDir).CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The embedded kubectl finds the lab through CCMLAB_DATA_DIR.
+	kubectl := exec.Command(binary, "kubectl", "get", "ns", "-o", "name")
+	kubectl.Env = append(os.Environ(), "CCMLAB_DATA_DIR="+dataDir, "KUBECONFIG=")
+	out, err := kubectl.CombinedOutput()
+	if err != nil {
+		t.Fatalf("ccmlab kubectl: %v\n%s", err, out)
+	}
+	for _, ns := range []string{"default", "kube-node-lease", "kube-public", "kube-system"} {
+		if !strings.Contains(string(out), "namespace/"+ns) {
+			t.Errorf("ccmlab kubectl get ns lacks %s:\n%s", ns, out)
+		}
+	}
+	l.stop(t)
+
+	startLab(t, dataDir)
+	got, err := clientFor(t, dataDir).CoreV1().ConfigMaps("default").Get(ctx, "survivor", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("after restart: %v", err)
+	}
+	if got.Data["k"] != "v" {
+		t.Fatalf("after restart the ConfigMap holds %v", got.Data)
+	}
+}
+
+// snapshot lists a directory tree with sizes and mtimes, to prove a failed
+// start leaves existing data untouched.
+func snapshot(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	_ = filepath.Walk(dir, func(path string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "%s %d %d\n", path, info.Size(), info.ModTime().UnixNano())
+		return nil
+	})
+	return b.String()
+}
+
+func TestBadInput(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	file := filepath.Join(t.TempDir(), "plain-file")
+	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown flag", []string{"--bogus"}, "unknown flag: --bogus"},
+		{"unusable data dir", []string{"--data-dir", filepath.Join(file, "lab")}, "is not usable"},
+		{"listen port in use", []string{"--listen", busy.Addr().String()}, "address already in use"},
+		{"listen without port", []string{"--listen", "localhost"}, "missing port"},
+		{"negative nodes", []string{"--nodes", "-1"}, "--nodes -1"},
+		{"stray argument", []string{"serve", "extra"}, "unknown command"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dataDir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dataDir, "marker"), []byte("keep me"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			before := snapshot(t, dataDir)
+			args := append([]string{"--data-dir", dataDir, "--listen", "127.0.0.1:0"}, tt.args...)
+			if tt.args[0] == "serve" {
+				args = append(tt.args, "--data-dir", dataDir)
+			}
+			cmd := exec.Command(binary, args...)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			if err == nil {
+				t.Fatal("ccmlab exited 0, want an error")
+			}
+			lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+			if len(lines) != 1 || !strings.HasPrefix(lines[0], "ccmlab: ") || !strings.Contains(lines[0], tt.want) {
+				t.Fatalf("stderr = %q, want one line containing %q", stderr.String(), tt.want)
+			}
+			if after := snapshot(t, dataDir); after != before {
+				t.Fatalf("data dir changed:\nbefore:\n%s\nafter:\n%s", before, after)
+			}
+		})
+	}
+}
