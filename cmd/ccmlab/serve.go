@@ -24,6 +24,9 @@ type serveOptions struct {
 	dataDir   string
 	nodes     int
 	verbosity int
+	// bareAPIServer is the cold-start benchmark's baseline: etcd and
+	// kube-apiserver only.
+	bareAPIServer bool
 }
 
 func defaultServeOptions() *serveOptions {
@@ -35,6 +38,8 @@ func (o *serveOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.dataDir, "data-dir", o.dataDir, "where the lab keeps its state (etcd, cloud, kubeconfig)")
 	fs.IntVar(&o.nodes, "nodes", o.nodes, "number of instances (nodes) the lab launches on first start")
 	fs.IntVarP(&o.verbosity, "v", "v", o.verbosity, "log verbosity of the Kubernetes components (0 = quiet)")
+	fs.BoolVar(&o.bareAPIServer, "bare-apiserver", false, "start only etcd and kube-apiserver (benchmark baseline)")
+	_ = fs.MarkHidden("bare-apiserver")
 }
 
 func (o *serveOptions) validate() error {
@@ -91,9 +96,10 @@ func serve(ctx context.Context, o *serveOptions, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "ccmlab %s starting in %s\n", version, dataDir)
 	cp, err := controlplane.Start(ctx, controlplane.Config{
-		DataDir:   dataDir,
-		Verbosity: o.verbosity,
-		Progress:  progress,
+		DataDir:       dataDir,
+		Verbosity:     o.verbosity,
+		Progress:      progress,
+		APIServerOnly: o.bareAPIServer,
 	})
 	if err != nil {
 		return err

@@ -27,6 +27,9 @@ type Config struct {
 	// Verbosity is the klog level of the Kubernetes components; 0 silences
 	// them entirely, so the lab's own progress lines are all a user sees.
 	Verbosity int
+	// APIServerOnly starts etcd and kube-apiserver and nothing else. It is
+	// the baseline the cold-start benchmark compares a whole lab against.
+	APIServerOnly bool
 	// Progress is told as each component becomes ready; nil is fine.
 	Progress func(stage string, elapsed time.Duration)
 }

@@ -123,6 +123,9 @@ func Start(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 		return nil, err
 	}
 	cfg.Progress("apiserver", time.Since(begin))
+	if cfg.APIServerOnly {
+		return cp, nil
+	}
 
 	if err := cp.launch(ctx, "kube-controller-manager", cp.runControllerManager); err != nil {
 		return nil, err
