@@ -13,9 +13,9 @@ RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}"
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/ccmlab /usr/local/bin/ccmlab
-# The lab's state (etcd, cloud, kubeconfig) lives here; mount a volume to keep it.
-WORKDIR /var/lib/ccmlab
+# The lab's state (etcd, cloud, kubeconfig) lives in /home/nonroot/lab; mount a volume there to keep it.
+WORKDIR /home/nonroot
 USER nonroot:nonroot
 EXPOSE 8080
 # A non-loopback listen address requires a token (CCMLAB_TOKEN).
-ENTRYPOINT ["/usr/local/bin/ccmlab", "serve", "--data-dir=/var/lib/ccmlab", "--listen=0.0.0.0:8080"]
+ENTRYPOINT ["/usr/local/bin/ccmlab", "serve", "--data-dir=/home/nonroot/lab", "--listen=0.0.0.0:8080"]

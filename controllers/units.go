@@ -50,7 +50,7 @@ func (m *Manager) start(name string) error {
 		return fmt.Errorf("starting %s controller: %w", name, err)
 	}
 	u.factory = informers.NewSharedInformerFactory(client, m.cfg.Tuning.InformerResync)
-	run, err := m.build(ctx, name, client, u.factory, m.provider.For(Caller(name)).bind(ctx, u.gate))
+	run, err := m.build(name, client, u.factory, m.provider.For(Caller(name)).bind(ctx, u.gate))
 	if err != nil {
 		cancel()
 		u.factory.Shutdown()
@@ -120,7 +120,7 @@ func (m *Manager) clientFor(name string, g *gate) (kubernetes.Interface, error) 
 
 // build constructs the named controller on factory's informers and returns
 // its blocking run function.
-func (m *Manager) build(ctx context.Context, name string, client kubernetes.Interface, factory informers.SharedInformerFactory, p *Provider) (func(context.Context), error) {
+func (m *Manager) build(name string, client kubernetes.Interface, factory informers.SharedInformerFactory, p *Provider) (func(context.Context), error) {
 	t := m.cfg.Tuning
 	nodes := factory.Core().V1().Nodes()
 	switch name {
@@ -177,6 +177,5 @@ func (m *Manager) build(ctx context.Context, name string, client kubernetes.Inte
 		}
 		return c.Run, nil
 	}
-	_ = ctx
 	return nil, fmt.Errorf("%w %q", ErrUnknownController, name)
 }
