@@ -26,6 +26,10 @@ type Call struct {
 	// Request is a short human summary of the arguments, e.g.
 	// "name=a1b2c3 listeners=80->31234/TCP".
 	Request   string `json:"request"`
+	// Resources names what the call addressed (LB names, instance IDs or
+	// private DNS names, route CIDRs), so a watcher can tie a call to the
+	// object it is about without parsing Request.
+	Resources []string `json:"resources,omitempty"`
 	Result    string `json:"result,omitempty"`
 	Error     string `json:"error,omitempty"`
 	ErrorCode string `json:"errorCode,omitempty"`

@@ -118,12 +118,12 @@ type emitFunc func(kind, id string)
 // call is the pipeline every API call runs through; see the package comment
 // for the order of steps. fn validates, then mutates under c.mu, and returns
 // a one-line result summary. No lock is held while a call waits.
-func (c *Cloud) call(ctx context.Context, action, request string, fn func(emit emitFunc) (string, error)) error {
+func (c *Cloud) call(ctx context.Context, action, request string, resources []string, fn func(emit emitFunc) (string, error)) error {
 	caller := CallerFrom(ctx)
 	if caller == "" {
 		caller = unknownCaller
 	}
-	call, h := c.beginCall(Call{Time: c.clock.Now().UTC(), Action: action, Caller: caller, Request: request, State: CallRunning})
+	call, h := c.beginCall(Call{Time: c.clock.Now().UTC(), Action: action, Caller: caller, Request: request, Resources: resources, State: CallRunning})
 	c.publishCall(call)
 
 	var events []Event

@@ -74,7 +74,7 @@ func (c *Cloud) RunInstance(ctx context.Context, in RunInstanceInput) (Instance,
 		req += " tags=" + summarizeTags(in.Tags)
 	}
 	var out Instance
-	err := c.call(ctx, ActionRunInstances, req, func(emit emitFunc) (string, error) {
+	err := c.call(ctx, ActionRunInstances, req, nil, func(emit emitFunc) (string, error) {
 		if msg := instanceTypeProblem(itype); msg != "" {
 			return "", errorf(ErrInvalidParameter, "Invalid value '%s' for InstanceType: %s", itype, msg)
 		}
@@ -191,7 +191,7 @@ func (c *Cloud) DescribeInstances(ctx context.Context, in DescribeInstancesInput
 		req = strings.Join(parts, " ")
 	}
 	var out []Instance
-	err := c.call(ctx, ActionDescribeInstances, req, func(emitFunc) (string, error) {
+	err := c.call(ctx, ActionDescribeInstances, req, append(append([]string(nil), in.IDs...), in.PrivateDNSNames...), func(emitFunc) (string, error) {
 		c.mu.RLock()
 		defer c.mu.RUnlock()
 		var recs []*instanceRec
@@ -292,7 +292,7 @@ func (c *Cloud) TerminateInstance(ctx context.Context, id string) (Instance, err
 
 func (c *Cloud) transition(ctx context.Context, action, id string, fn func(*instanceRec, emitFunc) error) (Instance, error) {
 	var out Instance
-	err := c.call(ctx, action, "id="+id, func(emit emitFunc) (string, error) {
+	err := c.call(ctx, action, "id="+id, []string{id}, func(emit emitFunc) (string, error) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		rec, ok := c.instances[id]

@@ -131,7 +131,7 @@ func (c *Cloud) CreateLoadBalancer(ctx context.Context, in CreateLoadBalancerInp
 		req += " tags=" + summarizeTags(in.Tags)
 	}
 	var out LoadBalancer
-	err := c.call(ctx, ActionCreateLoadBalancer, req, func(emit emitFunc) (string, error) {
+	err := c.call(ctx, ActionCreateLoadBalancer, req, []string{in.Name}, func(emit emitFunc) (string, error) {
 		if err := validateLBName(in.Name); err != nil {
 			return "", err
 		}
@@ -195,7 +195,7 @@ func (c *Cloud) DescribeLoadBalancers(ctx context.Context, names ...string) ([]L
 		req = "names=" + summarize(names)
 	}
 	var out []LoadBalancer
-	err := c.call(ctx, ActionDescribeLoadBalancers, req, func(emitFunc) (string, error) {
+	err := c.call(ctx, ActionDescribeLoadBalancers, req, names, func(emitFunc) (string, error) {
 		c.mu.RLock()
 		defer c.mu.RUnlock()
 		if len(names) == 0 {
@@ -234,7 +234,7 @@ func (c *Cloud) DescribeLoadBalancers(ctx context.Context, names ...string) ([]L
 func (c *Cloud) SetListeners(ctx context.Context, name string, ls []Listener) (LoadBalancer, error) {
 	req := fmt.Sprintf("name=%s listeners=%s", name, summarizeListeners(ls))
 	var out LoadBalancer
-	err := c.call(ctx, ActionModifyListeners, req, func(emit emitFunc) (string, error) {
+	err := c.call(ctx, ActionModifyListeners, req, []string{name}, func(emit emitFunc) (string, error) {
 		nls, err := normalizeListeners(ls)
 		if err != nil {
 			return "", err
@@ -259,7 +259,7 @@ func (c *Cloud) SetListeners(ctx context.Context, name string, ls []Listener) (L
 // fails the whole call.
 func (c *Cloud) RegisterTargets(ctx context.Context, name string, ts []Target) error {
 	req := fmt.Sprintf("name=%s targets=%s", name, summarizeTargets(ts))
-	return c.call(ctx, ActionRegisterTargets, req, func(emit emitFunc) (string, error) {
+	return c.call(ctx, ActionRegisterTargets, req, []string{name}, func(emit emitFunc) (string, error) {
 		if len(ts) == 0 {
 			return "", errorf(ErrValidation, "Targets must contain at least one target")
 		}
@@ -328,7 +328,7 @@ func (c *Cloud) RegisterTargets(ctx context.Context, name string, ts []Target) e
 // that target ID.
 func (c *Cloud) DeregisterTargets(ctx context.Context, name string, ts []Target) error {
 	req := fmt.Sprintf("name=%s targets=%s", name, summarizeTargets(ts))
-	return c.call(ctx, ActionDeregisterTargets, req, func(emit emitFunc) (string, error) {
+	return c.call(ctx, ActionDeregisterTargets, req, []string{name}, func(emit emitFunc) (string, error) {
 		if len(ts) == 0 {
 			return "", errorf(ErrValidation, "Targets must contain at least one target")
 		}
@@ -360,7 +360,7 @@ func (c *Cloud) DeregisterTargets(ctx context.Context, name string, ts []Target)
 // ConfigureHealthCheck sets (replaces) the health check of a load balancer.
 func (c *Cloud) ConfigureHealthCheck(ctx context.Context, name string, hc HealthCheck) error {
 	req := fmt.Sprintf("name=%s check=%s:%d%s interval=%ds", name, cmp.Or(hc.Protocol, "TCP"), hc.Port, hc.Path, hc.IntervalSeconds)
-	return c.call(ctx, ActionConfigureHealthCheck, req, func(emit emitFunc) (string, error) {
+	return c.call(ctx, ActionConfigureHealthCheck, req, []string{name}, func(emit emitFunc) (string, error) {
 		nhc, err := normalizeHealthCheck(hc)
 		if err != nil {
 			return "", err
@@ -380,7 +380,7 @@ func (c *Cloud) ConfigureHealthCheck(ctx context.Context, name string, hc Health
 
 // DeleteLoadBalancer deletes a load balancer and frees its IP.
 func (c *Cloud) DeleteLoadBalancer(ctx context.Context, name string) error {
-	return c.call(ctx, ActionDeleteLoadBalancer, "name="+name, func(emit emitFunc) (string, error) {
+	return c.call(ctx, ActionDeleteLoadBalancer, "name="+name, []string{name}, func(emit emitFunc) (string, error) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		lb, err := c.lbLocked(name)

@@ -30,7 +30,7 @@ type Route struct {
 // CreateRoute adds a route for cidr (masked, IPv4 or IPv6) via instanceID.
 func (c *Cloud) CreateRoute(ctx context.Context, cidr, instanceID string) error {
 	req := fmt.Sprintf("destination=%s instance=%s", cidr, instanceID)
-	return c.call(ctx, ActionCreateRoute, req, func(emit emitFunc) (string, error) {
+	return c.call(ctx, ActionCreateRoute, req, []string{cidr, instanceID}, func(emit emitFunc) (string, error) {
 		p, err := parseRouteCIDR(cidr)
 		if err != nil {
 			return "", err
@@ -55,7 +55,7 @@ func (c *Cloud) CreateRoute(ctx context.Context, cidr, instanceID string) error 
 
 // DeleteRoute removes the route for cidr.
 func (c *Cloud) DeleteRoute(ctx context.Context, cidr string) error {
-	return c.call(ctx, ActionDeleteRoute, "destination="+cidr, func(emit emitFunc) (string, error) {
+	return c.call(ctx, ActionDeleteRoute, "destination="+cidr, []string{cidr}, func(emit emitFunc) (string, error) {
 		p, err := parseRouteCIDR(cidr)
 		if err != nil {
 			return "", err
@@ -75,7 +75,7 @@ func (c *Cloud) DeleteRoute(ctx context.Context, cidr string) error {
 // DescribeRouteTable lists the routes, ordered by destination.
 func (c *Cloud) DescribeRouteTable(ctx context.Context) ([]Route, error) {
 	var out []Route
-	err := c.call(ctx, ActionDescribeRouteTables, "all", func(emitFunc) (string, error) {
+	err := c.call(ctx, ActionDescribeRouteTables, "all", nil, func(emitFunc) (string, error) {
 		c.mu.RLock()
 		defer c.mu.RUnlock()
 		out = c.routesLocked()
