@@ -1,6 +1,7 @@
 package cloud
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -201,5 +202,35 @@ func TestConcurrentCalls(t *testing.T) {
 	}
 	if got := len(c.Snapshot().Instances); got != workers*iters {
 		t.Fatalf("instances = %d, want %d", got, workers*iters)
+	}
+}
+
+func TestConsoleLookupsAreNotAPICalls(t *testing.T) {
+	c, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := WithCaller(context.Background(), "user")
+	inst, err := c.RunInstance(ctx, RunInstanceInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateLoadBalancer(ctx, CreateLoadBalancerInput{Name: "web", Listeners: []Listener{{Protocol: "TCP", Port: 80, TargetPort: 30080}}}); err != nil {
+		t.Fatal(err)
+	}
+	before := len(c.Calls(0))
+	for _, key := range []string{inst.ID, inst.PrivateDNSName} {
+		if got, ok := c.LookupInstance(key); !ok || got.ID != inst.ID {
+			t.Errorf("LookupInstance(%q) = %v, %v", key, got.ID, ok)
+		}
+	}
+	if _, ok := c.LookupInstance("i-0000"); ok {
+		t.Error("unknown instance found")
+	}
+	if lb, ok := c.LookupLoadBalancer("web"); !ok || lb.Name != "web" {
+		t.Errorf("LookupLoadBalancer = %v, %v", lb.Name, ok)
+	}
+	if after := len(c.Calls(0)); after != before {
+		t.Errorf("console lookups added %d calls to the log", after-before)
 	}
 }

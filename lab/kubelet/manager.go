@@ -99,7 +99,9 @@ func New(cfg Config) (*Manager, error) {
 	// Only bound Pods concern a kubelet; the apiserver filters the rest.
 	m.podInformer = coreinformers.NewFilteredPodInformer(cfg.Client, metav1.NamespaceAll, 0,
 		cache.Indexers{nodeNameIndex: podNodeNameIndex},
-		func(o *metav1.ListOptions) { o.FieldSelector = fields.OneTermNotEqualSelector("spec.nodeName", "").String() })
+		func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermNotEqualSelector("spec.nodeName", "").String()
+		})
 	m.nodeInformer = coreinformers.NewNodeInformer(cfg.Client, 0, cache.Indexers{})
 	m.pods = corelisters.NewPodLister(m.podInformer.GetIndexer())
 	m.nodes = corelisters.NewNodeLister(m.nodeInformer.GetIndexer())
