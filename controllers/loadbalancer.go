@@ -240,9 +240,11 @@ func (p *Provider) targets(ctx context.Context, name string, ts []cloud.Target, 
 
 // nodeInstanceIDs resolves nodes to live instance IDs with one
 // DescribeInstances call filtered by the nodes' names (their private DNS
-// names). A node with a providerID uses the ID in it. Nodes whose instance is
-// gone or terminated are left out: registering them would fail the whole
-// call, and the node-lifecycle controller is about to delete them anyway.
+// names). A node with a providerID uses the ID in it; only when such an ID
+// is not among the instances found by name (a node not named after its
+// instance) is a second, unfiltered call made. Nodes whose instance is gone
+// or terminated are left out: registering them would fail the whole call,
+// and the node-lifecycle controller is about to delete them anyway.
 func (p *Provider) nodeInstanceIDs(ctx context.Context, nodes []*v1.Node) ([]string, error) {
 	if len(nodes) == 0 {
 		return nil, nil
@@ -251,37 +253,45 @@ func (p *Provider) nodeInstanceIDs(ctx context.Context, nodes []*v1.Node) ([]str
 	for _, n := range nodes {
 		names = append(names, n.Name)
 	}
-	ctx, end, err := p.begin(ctx)
+	insts, err := p.describeInstances(ctx, cloud.DescribeInstancesInput{PrivateDNSNames: names}, len(nodes))
 	if err != nil {
 		return nil, err
 	}
-	insts, err := p.cloud.DescribeInstances(ctx, cloud.DescribeInstancesInput{PrivateDNSNames: names})
-	end()
-	if err != nil {
-		return nil, wrap(err, "describing the instances of %d node(s)", len(nodes))
-	}
-	byName := map[string]cloud.Instance{}
+	byName := map[string]string{}
 	live := map[string]bool{}
-	for _, inst := range insts {
-		if inst.State == cloud.InstanceTerminated {
+	index := func(insts []cloud.Instance) {
+		for _, inst := range insts {
+			if inst.State != cloud.InstanceTerminated {
+				byName[inst.PrivateDNSName] = inst.ID
+				live[inst.ID] = true
+			}
+		}
+	}
+	index(insts)
+	wanted := make([]string, len(nodes)) // instance ID from the providerID
+	unresolved := false
+	for i, n := range nodes {
+		if n.Spec.ProviderID == "" {
 			continue
 		}
-		byName[inst.PrivateDNSName] = inst
-		live[inst.ID] = true
+		if ref, err := p.parseProviderID(n.Spec.ProviderID); err == nil && ref.id != "" {
+			wanted[i] = ref.id
+			unresolved = unresolved || (!live[ref.id] && byName[n.Name] == "")
+		}
+	}
+	if unresolved {
+		all, err := p.describeInstances(ctx, cloud.DescribeInstancesInput{}, len(nodes))
+		if err != nil {
+			return nil, err
+		}
+		index(all)
 	}
 	seen := map[string]bool{}
 	var ids []string
-	for _, n := range nodes {
-		id := ""
-		if n.Spec.ProviderID != "" {
-			if ref, err := p.parseProviderID(n.Spec.ProviderID); err == nil && ref.id != "" && live[ref.id] {
-				id = ref.id
-			}
-		}
-		if id == "" {
-			if inst, ok := byName[n.Name]; ok {
-				id = inst.ID
-			}
+	for i, n := range nodes {
+		id := wanted[i]
+		if !live[id] {
+			id = byName[n.Name]
 		}
 		if id != "" && !seen[id] {
 			seen[id] = true
@@ -289,6 +299,16 @@ func (p *Provider) nodeInstanceIDs(ctx context.Context, nodes []*v1.Node) ([]str
 		}
 	}
 	return ids, nil
+}
+
+func (p *Provider) describeInstances(ctx context.Context, in cloud.DescribeInstancesInput, nodes int) ([]cloud.Instance, error) {
+	ctx, end, err := p.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+	insts, err := p.cloud.DescribeInstances(ctx, in)
+	return insts, wrap(err, "describing the instances of %d node(s)", nodes)
 }
 
 // healthCheckFor is HTTP on healthCheckNodePort for externalTrafficPolicy

@@ -25,14 +25,14 @@ type Call struct {
 	Caller string `json:"caller"`
 	// Request is a short human summary of the arguments, e.g.
 	// "name=a1b2c3 listeners=80->31234/TCP".
-	Request   string `json:"request"`
+	Request string `json:"request"`
 	// Resources names what the call addressed (LB names, instance IDs or
 	// private DNS names, route CIDRs), so a watcher can tie a call to the
 	// object it is about without parsing Request.
 	Resources []string `json:"resources,omitempty"`
-	Result    string `json:"result,omitempty"`
-	Error     string `json:"error,omitempty"`
-	ErrorCode string `json:"errorCode,omitempty"`
+	Result    string   `json:"result,omitempty"`
+	Error     string   `json:"error,omitempty"`
+	ErrorCode string   `json:"errorCode,omitempty"`
 	// Duration is measured on the cloud's clock, so it includes injected
 	// latency and time spent held in step mode.
 	Duration time.Duration `json:"durationNs"`

@@ -1,0 +1,147 @@
+package flow
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ccmlab/ccmlab/lab/cloud"
+)
+
+var t0 = time.Date(2026, 11, 30, 5, 0, 0, 0, time.UTC)
+
+func svcView(mut ...func(*ServiceView)) ServiceView {
+	v := ServiceView{Namespace: "default", Name: "web", Type: "LoadBalancer", ClusterIP: "10.96.0.10", Ports: "80:31234/TCP", ExternalIP: "<pending>", Created: t0}
+	for _, m := range mut {
+		m(&v)
+	}
+	return v
+}
+
+func call(seq uint64, action, errCode string) cloud.Call {
+	c := cloud.Call{Seq: seq, Time: t0.Add(time.Duration(seq) * time.Second), Action: action, Caller: "service-controller", State: cloud.CallDone, Resources: []string{"lb"}}
+	if errCode != "" {
+		c.ErrorCode = errCode
+		c.Error = errCode + ": not authorized to perform: elasticloadbalancing:" + action
+	}
+	return c
+}
+
+func TestDeriveService(t *testing.T) {
+	on := map[string]bool{"service": true, "node": true}
+	off := map[string]bool{"node": true}
+	lb := &cloud.LoadBalancer{Name: "lb", TargetType: "instance", Targets: []cloud.Target{{ID: "i-1", Port: 31234}}, HealthCheck: &cloud.HealthCheck{Protocol: "TCP", Port: 31234}}
+	tests := []struct {
+		name       string
+		in         serviceInput
+		wantStep   int
+		wantReason string
+	}{
+		{"applied, controller on, nothing yet", serviceInput{svc: svcView(), controllers: on, eligibleNodes: 3}, 1, ""},
+		{"applied, controller off", serviceInput{svc: svcView(), controllers: off, eligibleNodes: 3}, 1, ReasonNoServiceController},
+		{"class nobody handles", serviceInput{svc: svcView(func(v *ServiceView) { v.LoadBalancerClass = "example.com/none" }), controllers: on}, 1, ReasonClassUnhandled},
+		{"nlb class without the add-on", serviceInput{svc: svcView(func(v *ServiceView) { v.LoadBalancerClass = ClassAWSNLB }), controllers: on}, 1, ReasonClassUnhandled},
+		{"noticed", serviceInput{svc: svcView(func(v *ServiceView) { v.Finalizers = []string{FinalizerLBCleanup} }), controllers: on, eligibleNodes: 3}, 2, ""},
+		{"IAM denied", serviceInput{
+			svc: svcView(func(v *ServiceView) { v.Finalizers = []string{FinalizerLBCleanup} }), controllers: on, eligibleNodes: 3,
+			calls: []cloud.Call{call(1, "DescribeLoadBalancers", ""), call(2, "CreateLoadBalancer", cloud.ErrAccessDenied)},
+		}, 2, ReasonCloudError},
+		{"denied then healed", serviceInput{
+			svc: svcView(func(v *ServiceView) { v.Finalizers = []string{FinalizerLBCleanup} }), controllers: on, eligibleNodes: 3, lb: &cloud.LoadBalancer{Name: "lb"},
+			calls: []cloud.Call{call(2, "CreateLoadBalancer", cloud.ErrAccessDenied), call(3, "CreateLoadBalancer", "")},
+		}, 3, ""},
+		{"no eligible nodes", serviceInput{
+			svc: svcView(func(v *ServiceView) { v.Finalizers = []string{FinalizerLBCleanup} }), controllers: on, lb: &cloud.LoadBalancer{Name: "lb"},
+			calls: []cloud.Call{call(3, "CreateLoadBalancer", "")},
+		}, 3, ReasonNoEligibleNodes},
+		{"status written", serviceInput{
+			svc: svcView(func(v *ServiceView) { v.Finalizers = []string{FinalizerLBCleanup}; v.Ingress = []string{"lb-1.elb"} }), controllers: on, eligibleNodes: 3, lb: lb,
+			calls: []cloud.Call{call(3, "CreateLoadBalancer", "")}, endpoints: 2,
+		}, 5, ""},
+		{"status written but no endpoints", serviceInput{
+			svc: svcView(func(v *ServiceView) { v.Finalizers = []string{FinalizerLBCleanup}; v.Ingress = []string{"lb-1.elb"} }), controllers: on, eligibleNodes: 3, lb: lb,
+		}, 5, ""},
+		{"traffic", serviceInput{
+			svc: svcView(func(v *ServiceView) { v.Finalizers = []string{FinalizerLBCleanup}; v.Ingress = []string{"lb-1.elb"} }), controllers: on, eligibleNodes: 3, lb: lb,
+			lastTrace: &TraceInfo{ID: "t1", Status: 200, Time: t0}, endpoints: 2,
+		}, 6, ""},
+		{"controller turned off after success keeps the steps", serviceInput{
+			svc: svcView(func(v *ServiceView) { v.Finalizers = []string{FinalizerLBCleanup}; v.Ingress = []string{"lb-1.elb"} }), controllers: off, eligibleNodes: 3, lb: lb, endpoints: 1,
+		}, 5, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := deriveService(tt.in, nil)
+			if f.Step != tt.wantStep {
+				t.Fatalf("step = %d, want %d (%+v)", f.Step, tt.wantStep, f.Steps)
+			}
+			reason := ""
+			if f.Stuck != nil {
+				reason = f.Stuck.Reason
+			}
+			if reason != tt.wantReason {
+				t.Fatalf("stuck reason = %q, want %q (%+v)", reason, tt.wantReason, f.Stuck)
+			}
+			for i, s := range f.Steps {
+				switch {
+				case i < f.Step && s.Status != StepDone:
+					t.Errorf("step %d is %s, want done", s.N, s.Status)
+				case i == f.Step && tt.wantReason != "" && s.Status != StepStuck:
+					t.Errorf("step %d is %s, want stuck", s.N, s.Status)
+				case i > f.Step && s.Status != StepPending:
+					t.Errorf("step %d is %s, want pending", s.N, s.Status)
+				}
+			}
+		})
+	}
+}
+
+func TestDeriveServiceCloudErrorNamesTheAction(t *testing.T) {
+	f := deriveService(serviceInput{
+		svc: svcView(func(v *ServiceView) { v.Finalizers = []string{FinalizerLBCleanup} }), controllers: map[string]bool{"service": true}, eligibleNodes: 1,
+		calls: []cloud.Call{call(2, "CreateLoadBalancer", cloud.ErrAccessDenied)},
+	}, nil)
+	if f.Stuck == nil || !strings.Contains(f.Stuck.Message, "CreateLoadBalancer") || !strings.Contains(f.Stuck.Message, "AccessDenied") {
+		t.Fatalf("stuck = %+v", f.Stuck)
+	}
+}
+
+func TestDeriveNode(t *testing.T) {
+	inst := &cloud.Instance{ID: "i-0123456789abcdef0", Name: "ip-10-0-0-5", State: cloud.InstanceRunning, LaunchTime: t0}
+	tainted := &NodeView{Name: "ip-10-0-0-5", Created: t0.Add(time.Second), Taints: []string{TaintUninitialized + "=true:NoSchedule"}}
+	written := &NodeView{Name: "ip-10-0-0-5", Created: t0.Add(time.Second), ProviderID: "aws:///ap-northeast-1a/i-0123456789abcdef0", Taints: []string{TaintUninitialized + "=true:NoSchedule"}}
+	done := &NodeView{Name: "ip-10-0-0-5", Created: t0.Add(time.Second), ProviderID: "aws:///ap-northeast-1a/i-0123456789abcdef0", Taints: []string{}}
+	query := []cloud.Call{{Seq: 1, Time: t0.Add(2 * time.Second), Action: "DescribeInstances", Caller: "node-controller", State: cloud.CallDone}}
+	on := map[string]bool{"node": true}
+	stopped := *inst
+	stopped.State = cloud.InstanceStopped
+	tests := []struct {
+		name       string
+		in         nodeInput
+		wantStep   int
+		wantReason string
+	}{
+		{"launched only", nodeInput{name: inst.Name, instance: inst, controllers: on}, 1, ""},
+		{"registered, no node controller", nodeInput{name: inst.Name, instance: inst, node: tainted, controllers: map[string]bool{}}, 2, ReasonNoNodeController},
+		{"registered, queried", nodeInput{name: inst.Name, instance: inst, node: tainted, queries: query, controllers: on}, 3, ""},
+		{"written, still tainted", nodeInput{name: inst.Name, instance: inst, node: written, queries: query, controllers: on}, 4, ""},
+		{"initialized", nodeInput{name: inst.Name, instance: inst, node: done, queries: query, controllers: on}, 5, ""},
+		{"first pod", nodeInput{name: inst.Name, instance: inst, node: done, controllers: on, firstPod: &PodView{Name: "web", Scheduled: t0.Add(5 * time.Second)}}, 6, ""},
+		{"stopped before init", nodeInput{name: inst.Name, instance: &stopped, node: tainted, controllers: on}, 2, ReasonInstanceNotRunning},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := deriveNode(tt.in, nil)
+			if f.Step != tt.wantStep {
+				t.Fatalf("step = %d, want %d (%+v)", f.Step, tt.wantStep, f.Steps)
+			}
+			reason := ""
+			if f.Stuck != nil {
+				reason = f.Stuck.Reason
+			}
+			if reason != tt.wantReason {
+				t.Fatalf("stuck = %q, want %q", reason, tt.wantReason)
+			}
+		})
+	}
+}

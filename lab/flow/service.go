@@ -1,0 +1,194 @@
+package flow
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ccmlab/ccmlab/lab/cloud"
+)
+
+// ServiceSteps are the six steps of a LoadBalancer Service.
+var serviceStepKeys = []string{"apply", "notice", "create", "targets", "status", "traffic"}
+
+// ServiceStepKeys returns the step keys in order.
+func ServiceStepKeys() []string { return append([]string(nil), serviceStepKeys...) }
+
+// ClassAWSNLB is the loadBalancerClass the lab's load-balancer-controller
+// add-on handles.
+const ClassAWSNLB = "service.k8s.aws/nlb"
+
+// ServiceFlow is where one LoadBalancer Service stands.
+type ServiceFlow struct {
+	Service string `json:"service"` // namespace/name
+	LB      string `json:"lb,omitempty"`
+	// Handler is who should act on the Service: "service-controller",
+	// "lbc" (the add-on) or "" when nobody can.
+	Handler string `json:"handler"`
+	// Step is the last step done (0-6).
+	Step  int    `json:"step"`
+	Steps []Step `json:"steps"`
+	Stuck *Stuck `json:"stuck,omitempty"`
+}
+
+// serviceInput is everything the derivation looks at, gathered by the
+// Observer. Keeping it a plain struct makes the rules table-testable.
+type serviceInput struct {
+	svc           ServiceView
+	lbName        string
+	lb            *cloud.LoadBalancer
+	events        []EventView  // about this Service, oldest first
+	calls         []cloud.Call // about its LB, oldest first
+	lastTrace     *TraceInfo
+	controllers   map[string]bool
+	eligibleNodes int
+	endpoints     int // ready endpoints of the Service
+}
+
+// TraceInfo is the part of a data-plane trace the flow needs.
+type TraceInfo struct {
+	ID      string    `json:"id"`
+	LB      string    `json:"lb"`
+	Service string    `json:"service"`
+	Status  int       `json:"status"`
+	Time    time.Time `json:"time"`
+}
+
+func lastEvent(events []EventView, reasons ...string) (EventView, bool) {
+	for i := len(events) - 1; i >= 0; i-- {
+		for _, r := range reasons {
+			if events[i].Reason == r {
+				return events[i], true
+			}
+		}
+	}
+	return EventView{}, false
+}
+
+func lastCall(calls []cloud.Call, ok bool, actions ...string) (cloud.Call, bool) {
+	for i := len(calls) - 1; i >= 0; i-- {
+		c := calls[i]
+		if c.State != cloud.CallDone || (c.Error == "") != ok {
+			continue
+		}
+		for _, a := range actions {
+			if c.Action == a {
+				return c, true
+			}
+		}
+	}
+	return cloud.Call{}, false
+}
+
+func handlerFor(in serviceInput) (string, *Stuck) {
+	switch in.svc.LoadBalancerClass {
+	case "":
+		if !in.controllers["service"] {
+			return "", &Stuck{ReasonNoServiceController, "no Service controller is running, so nobody watches this Service: status.loadBalancer stays empty"}
+		}
+		return "service-controller", nil
+	case ClassAWSNLB:
+		if !in.controllers["lbc"] {
+			return "", &Stuck{ReasonClassUnhandled, fmt.Sprintf("loadBalancerClass %s: the load-balancer-controller add-on is not running, and the Service controller ignores Services with a class", in.svc.LoadBalancerClass)}
+		}
+		return "lbc", nil
+	default:
+		return "", &Stuck{ReasonClassUnhandled, fmt.Sprintf("loadBalancerClass %s: no controller in this cluster handles that class", in.svc.LoadBalancerClass)}
+	}
+}
+
+func deriveService(in serviceInput, firstSeen map[int]time.Time) ServiceFlow {
+	f := ServiceFlow{Service: in.svc.Key(), LB: in.lbName}
+	handler, stuck := handlerFor(in)
+	f.Handler = handler
+
+	ev := make([]evidence, 6)
+	ev[0] = evidence{in.svc.Created, "Service stored (ClusterIP " + in.svc.ClusterIP + ", ports " + in.svc.Ports + ")"}
+	if e, ok := lastEvent(in.events, "EnsuringLoadBalancer"); ok {
+		ev[1] = evidence{e.Time, "event EnsuringLoadBalancer from " + e.Source}
+	} else if hasAny(in.svc.Finalizers, FinalizerLBCleanup, "service.k8s.aws/resources") {
+		ev[1] = evidence{time.Time{}, "finalizer " + in.svc.Finalizers[0]}
+	}
+	if c, ok := lastCall(in.calls, true, "CreateLoadBalancer"); ok {
+		ev[2] = evidence{c.Time, "call CreateLoadBalancer by " + c.Caller}
+	} else if in.lb != nil {
+		ev[2] = evidence{in.lb.CreatedAt, "load balancer " + in.lb.Name + " exists"}
+	}
+	if in.lb != nil && len(in.lb.Targets) > 0 && in.lb.HealthCheck != nil {
+		what := fmt.Sprintf("%d %s targets, health check %s:%d", len(in.lb.Targets), in.lb.TargetType, in.lb.HealthCheck.Protocol, in.lb.HealthCheck.Port)
+		at := time.Time{}
+		if c, ok := lastCall(in.calls, true, "RegisterTargets", "ConfigureHealthCheck"); ok {
+			at = c.Time
+		}
+		ev[3] = evidence{at, what}
+	}
+	if len(in.svc.Ingress) > 0 {
+		at := time.Time{}
+		what := "status.loadBalancer.ingress = " + strings.Join(in.svc.Ingress, ",")
+		if e, ok := lastEvent(in.events, "EnsuredLoadBalancer", "SuccessfullyReconciled"); ok {
+			at = e.Time
+			what += " (event " + e.Reason + ")"
+		}
+		ev[4] = evidence{at, what}
+	}
+	if t := in.lastTrace; t != nil && t.Status >= 200 && t.Status < 400 {
+		ev[5] = evidence{t.Time, fmt.Sprintf("request %s answered %d", t.ID, t.Status)}
+	}
+
+	// Decide why the next step cannot happen, most fundamental first.
+	_, done := strip(serviceStepKeys, ev, nil, firstSeen)
+	if done < 6 && stuck == nil {
+		stuck = stuckInCloud(in, done)
+	}
+	if stuck != nil && done >= 5 {
+		stuck = nil // nothing blocks a request but the student sending one
+	}
+	f.Steps, f.Step = strip(serviceStepKeys, ev, stuck, firstSeen)
+	if f.Step < 6 {
+		f.Stuck = stuck
+	}
+	return f
+}
+
+func stuckInCloud(in serviceInput, done int) *Stuck {
+	if done < 1 || done >= 5 {
+		if done >= 5 && in.endpoints == 0 {
+			return &Stuck{ReasonNoEndpoints, "the Service has no ready endpoints, so a request would find no Pod"}
+		}
+		return nil
+	}
+	// The most recent failure wins unless a later success superseded it.
+	failed, hasFail := lastCallAny(in.calls, false)
+	if ok, hasOK := lastCallAny(in.calls, true); hasFail && (!hasOK || failed.Seq > ok.Seq) {
+		return &Stuck{ReasonCloudError, fmt.Sprintf("the cloud refused %s: %s", failed.Action, failed.Error)}
+	}
+	if e, ok := lastEvent(in.events, "SyncLoadBalancerFailed", "FailedDeployModel"); ok {
+		if good, ok2 := lastEvent(in.events, "EnsuredLoadBalancer", "SuccessfullyReconciled"); !ok2 || good.Time.Before(e.Time) {
+			return &Stuck{ReasonCloudError, e.Reason + ": " + e.Message}
+		}
+	}
+	if done == 3 && in.eligibleNodes == 0 && in.svc.LoadBalancerClass == "" {
+		return &Stuck{ReasonNoEligibleNodes, "no node is eligible as a target (none Ready and initialized)"}
+	}
+	return nil
+}
+
+func lastCallAny(calls []cloud.Call, ok bool) (cloud.Call, bool) {
+	for i := len(calls) - 1; i >= 0; i-- {
+		if calls[i].State == cloud.CallDone && (calls[i].Error == "") == ok {
+			return calls[i], true
+		}
+	}
+	return cloud.Call{}, false
+}
+
+func hasAny(list []string, want ...string) bool {
+	for _, x := range list {
+		for _, w := range want {
+			if x == w {
+				return true
+			}
+		}
+	}
+	return false
+}
