@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"sync/atomic"
@@ -9,9 +10,23 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// Config wires the server to the lab.
+// Controllers is the CCM manager as the server sees it.
+type Controllers interface {
+	Status() map[string]bool
+	Enable(name string) error
+	Disable(name string) error
+}
+
+// Config wires the server to the lab. Only Logger is required, so the
+// server can answer /healthz while the lab is still starting; the API
+// answers 503 until Lab is set with SetLab.
 type Config struct {
 	Logger *slog.Logger
+	// Token, when set, is required on every request (bearer header, or the
+	// cookie set by opening the page with ?token=).
+	Token string
+	// Assets serves the web view at / (nil: no page).
+	Assets http.Handler
 }
 
 func (c *Config) validate() error {
@@ -27,6 +42,7 @@ type Server struct {
 	cfg   Config
 	echo  *echo.Echo
 	ready atomic.Bool
+	lab   atomic.Pointer[Lab]
 }
 
 // New builds the routes.
@@ -38,7 +54,9 @@ func New(cfg Config) (*Server, error) {
 	s.echo.HideBanner = true
 	s.echo.HidePort = true
 	s.echo.HTTPErrorHandler = s.errorHandler
+	s.echo.Use(s.auth, s.sameOrigin)
 	s.echo.GET("/healthz", s.healthz)
+	s.routes()
 	return s, nil
 }
 
@@ -65,9 +83,15 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	var he *echo.HTTPError
 	if errors.As(err, &he) {
 		code = he.Code
-		if m, ok := he.Message.(string); ok {
+		m, _ := he.Message.(string)
+		switch {
+		case code == http.StatusMethodNotAllowed:
+			msg = fmt.Sprintf("method %s is not allowed on %s", c.Request().Method, c.Request().URL.Path)
+		case code == http.StatusNotFound && he == echo.ErrNotFound:
+			msg = fmt.Sprintf("no such endpoint: %s %s", c.Request().Method, c.Request().URL.Path)
+		case m != "":
 			msg = m
-		} else {
+		default:
 			msg = http.StatusText(code)
 		}
 	} else {

@@ -86,6 +86,12 @@ type Config struct {
 	// be idempotent (full object state, not deltas). Nil: snapshots carry
 	// no data.
 	Snapshot func(ctx context.Context) (any, error)
+	// Epoch names this run of the server. Sequence numbers restart at 1
+	// when the process restarts, so a client resuming with ?since=N must
+	// also send the epoch it saw (?epoch=E, from the snapshot); a different
+	// or missing epoch gets a fresh snapshot instead of a wrong replay.
+	// Empty: epochs are not checked.
+	Epoch string
 	// Clock drives message timestamps, the ping interval and the pong
 	// timeout. Default real.
 	Clock clock.Clock

@@ -133,6 +133,9 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, http.StatusBadRequest, msgBadSince)
 		return
 	}
+	if h.cfg.Epoch != "" && r.URL.Query().Get("epoch") != h.cfg.Epoch {
+		hasSince = false
+	}
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()

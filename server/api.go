@@ -1,0 +1,264 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/ccmlab/ccmlab/lab/cloud"
+	"github.com/ccmlab/ccmlab/lab/flow"
+	"github.com/ccmlab/ccmlab/lab/profile"
+	"github.com/ccmlab/ccmlab/server/hub"
+)
+
+// Lab is what the API acts on. It is set once the lab has started.
+type Lab struct {
+	Profile     profile.Profile
+	Cloud       *cloud.Cloud
+	Controllers Controllers
+	Flow        *flow.Observer
+	Hub         *hub.Hub
+	// Requests sends a request through the data plane (nil: no data plane).
+	Requests Requester
+	// Epoch names this run for websocket resumption.
+	Epoch string
+}
+
+// SetLab makes the API answer.
+func (s *Server) SetLab(l *Lab) { s.lab.Store(l) }
+
+// maxBody bounds JSON request bodies; the largest legitimate one (faults)
+// is a few hundred bytes.
+const maxBody = 64 << 10
+
+func (s *Server) routes() {
+	api := s.echo.Group("/api", s.needLab)
+	api.GET("/state", s.getState)
+	api.GET("/controllers", s.getControllers)
+	api.PUT("/controllers/:name", s.putController)
+	api.GET("/cloud/instances", s.getInstances)
+	api.POST("/cloud/instances", s.launchInstance)
+	api.DELETE("/cloud/instances/:id", s.terminateInstance)
+	api.POST("/cloud/instances/:id/:action", s.instanceAction)
+	api.GET("/cloud/loadbalancers", s.getLoadBalancers)
+	api.GET("/cloud/routes", s.getRoutes)
+	api.GET("/cloud/calls", s.getCalls)
+	api.GET("/cloud/faults", s.getFaults)
+	api.PUT("/cloud/faults", s.putFaults)
+	api.GET("/cloud/stepmode", s.getStepMode)
+	api.PUT("/cloud/stepmode", s.putStepMode)
+	api.POST("/cloud/stepmode/release", s.releaseStep)
+	api.GET("/flows/services/:ns/:name", s.getServiceFlow)
+	api.GET("/flows/nodes/:name", s.getNodeFlow)
+	api.GET("/events/:kind/:ns/:name", s.getObjectEvents)
+	api.POST("/requests", s.sendRequest)
+	api.GET("/traces", s.getTraces)
+	s.echo.GET("/ws", s.websocket, s.needLab)
+	if s.cfg.Assets != nil {
+		s.echo.GET("/*", echo.WrapHandler(s.cfg.Assets))
+	}
+}
+
+func (s *Server) needLab(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if s.lab.Load() == nil {
+			c.Response().Header().Set("Retry-After", "1")
+			return echo.NewHTTPError(http.StatusServiceUnavailable, "the lab is starting")
+		}
+		return next(c)
+	}
+}
+
+func (s *Server) l() *Lab { return s.lab.Load() }
+
+func badRequest(format string, args ...any) error {
+	return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf(format, args...))
+}
+
+// decode reads a JSON body strictly: bounded size, no unknown fields, one
+// value only. Every failure says what was wrong.
+func decode(c echo.Context, dst any) error {
+	r := c.Request()
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
+		return echo.NewHTTPError(http.StatusUnsupportedMediaType, fmt.Sprintf("body must be application/json, not %s", ct))
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), r.Body, maxBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return echo.NewHTTPError(http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", maxBody))
+		}
+		return badRequest("reading body: %v", err)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return badRequest("a JSON body is required")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		var syntax *json.SyntaxError
+		var typ *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &syntax):
+			return badRequest("malformed JSON at byte %d: %v", syntax.Offset, err)
+		case errors.As(err, &typ):
+			return badRequest("field %q must be %s, not %s", typ.Field, typ.Type, typ.Value)
+		case strings.HasPrefix(err.Error(), "json: unknown field"):
+			return badRequest("%s", strings.TrimPrefix(err.Error(), "json: "))
+		default:
+			return badRequest("malformed JSON: %v", err)
+		}
+	}
+	if dec.More() {
+		return badRequest("malformed JSON: more than one value in the body")
+	}
+	return nil
+}
+
+// --- state ---
+
+type stateResponse struct {
+	Epoch       string          `json:"epoch"`
+	Seq         uint64          `json:"seq"`
+	Profile     profileView     `json:"profile"`
+	Controllers map[string]bool `json:"controllers"`
+	Cloud       cloudView       `json:"cloud"`
+	flow.Snapshot
+}
+
+type profileView struct {
+	Name        string   `json:"name"`
+	Controllers []string `json:"controllers"`
+	IngressIP   bool     `json:"ingressIP"`
+	Description string   `json:"description"`
+}
+
+type cloudView struct {
+	cloud.State
+	Faults    cloud.Faults   `json:"faults"`
+	StepMode  bool           `json:"stepMode"`
+	Waiting   []cloud.Call   `json:"waiting"`
+	Calls     []cloud.Call   `json:"calls"`
+	Listeners []ListenerInfo `json:"listeners"`
+	Region    string         `json:"region"`
+}
+
+// recentCalls is how much of the call log a snapshot carries; the rest is
+// at /api/cloud/calls.
+const recentCalls = 200
+
+// State builds the snapshot that /api/state returns and every new websocket
+// client starts from.
+func (s *Server) State(l *Lab) stateResponse {
+	calls := l.Cloud.Calls(0)
+	if len(calls) > recentCalls {
+		calls = calls[len(calls)-recentCalls:]
+	}
+	st := stateResponse{
+		Epoch:       l.Epoch,
+		Profile:     profileView{Name: l.Profile.Name, Controllers: l.Profile.Controllers, IngressIP: l.Profile.IngressIP, Description: l.Profile.Description},
+		Controllers: l.Controllers.Status(),
+		Cloud: cloudView{
+			State: l.Cloud.Snapshot(), Faults: l.Cloud.Faults(), StepMode: l.Cloud.StepMode(),
+			Waiting: nonNil(l.Cloud.Waiting()), Calls: nonNil(calls), Listeners: []ListenerInfo{},
+			Region: l.Cloud.Config().Region,
+		},
+		Snapshot: l.Flow.Snapshot(),
+	}
+	if l.Requests != nil {
+		st.Cloud.Listeners = nonNil(l.Requests.Listeners())
+	}
+	if l.Hub != nil {
+		st.Seq = l.Hub.LastSeq()
+	}
+	return st
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func (s *Server) getState(c echo.Context) error { return c.JSON(http.StatusOK, s.State(s.l())) }
+
+// --- controllers ---
+
+func (s *Server) getControllers(c echo.Context) error {
+	return c.JSON(http.StatusOK, s.l().Controllers.Status())
+}
+
+type controllerRequest struct {
+	Enabled *bool `json:"enabled"`
+}
+
+func (s *Server) putController(c echo.Context) error {
+	l := s.l()
+	name := c.Param("name")
+	status := l.Controllers.Status()
+	if _, ok := status[name]; !ok {
+		known := append(profile.AllControllers(), "lbc")
+		if slices.Contains(known, name) {
+			return echo.NewHTTPError(http.StatusConflict, fmt.Sprintf("the %s profile has no %s controller", l.Profile.Name, name))
+		}
+		names := make([]string, 0, len(status))
+		for n := range status {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return echo.NewHTTPError(http.StatusNotFound, fmt.Sprintf("unknown controller %q (this lab has: %s)", name, strings.Join(names, ", ")))
+	}
+	var req controllerRequest
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	if req.Enabled == nil {
+		return badRequest(`body must say {"enabled": true} or {"enabled": false}`)
+	}
+	var err error
+	if *req.Enabled {
+		err = l.Controllers.Enable(name)
+	} else {
+		err = l.Controllers.Disable(name)
+	}
+	if err != nil {
+		return echo.NewHTTPError(http.StatusConflict, err.Error())
+	}
+	return c.JSON(http.StatusOK, l.Controllers.Status())
+}
+
+// --- cloud ---
+
+func (s *Server) getInstances(c echo.Context) error {
+	return c.JSON(http.StatusOK, nonNil(s.l().Cloud.Snapshot().Instances))
+}
+
+func (s *Server) getLoadBalancers(c echo.Context) error {
+	return c.JSON(http.StatusOK, nonNil(s.l().Cloud.Snapshot().LoadBalancers))
+}
+
+func (s *Server) getRoutes(c echo.Context) error {
+	return c.JSON(http.StatusOK, nonNil(s.l().Cloud.Snapshot().Routes))
+}
+
+func (s *Server) getCalls(c echo.Context) error {
+	var since uint64
+	if v := c.QueryParam("since"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return badRequest("since must be a non-negative integer, not %q", v)
+		}
+		since = n
+	}
+	return c.JSON(http.StatusOK, nonNil(s.l().Cloud.Calls(since)))
+}
