@@ -53,20 +53,20 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// lab is a running ccmlab process.
-type lab struct {
+// process is a running ccmlab.
+type process struct {
 	cmd    *exec.Cmd
 	out    *bytes.Buffer
 	ready  chan string // the kubeconfig path from the ready line
 	stderr *bytes.Buffer
 }
 
-func startLab(t *testing.T, dataDir string, args ...string) *lab {
+func startProcess(t *testing.T, dataDir string, args ...string) *process {
 	t.Helper()
 	args = append([]string{"--data-dir", dataDir, "--listen", freeAddr(t)}, args...)
 	cmd := exec.Command(binary, args...)
 	pr, pw := io.Pipe()
-	l := &lab{cmd: cmd, out: &bytes.Buffer{}, stderr: &bytes.Buffer{}, ready: make(chan string, 1)}
+	l := &process{cmd: cmd, out: &bytes.Buffer{}, stderr: &bytes.Buffer{}, ready: make(chan string, 1)}
 	cmd.Stdout = pw
 	cmd.Stderr = l.stderr
 	if err := cmd.Start(); err != nil {
@@ -97,7 +97,7 @@ func startLab(t *testing.T, dataDir string, args ...string) *lab {
 }
 
 // stop sends SIGTERM and expects a clean exit.
-func (l *lab) stop(t *testing.T) {
+func (l *process) stop(t *testing.T) {
 	t.Helper()
 	if err := l.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -130,7 +130,7 @@ func clientFor(t *testing.T, dataDir string) kubernetes.Interface {
 func TestRestartKeepsObjects(t *testing.T) {
 	dataDir := t.TempDir()
 	ctx := context.Background()
-	l := startLab(t, dataDir)
+	l := startProcess(t, dataDir)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "survivor"}, Data: map[string]string{"k": "v"}}
 	if _, err := clientFor(t, dataDir).CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -150,7 +150,7 @@ func TestRestartKeepsObjects(t *testing.T) {
 	}
 	l.stop(t)
 
-	startLab(t, dataDir)
+	startProcess(t, dataDir)
 	got, err := clientFor(t, dataDir).CoreV1().ConfigMaps("default").Get(ctx, "survivor", metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("after restart: %v", err)

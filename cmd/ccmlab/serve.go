@@ -10,27 +10,36 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/controlplane"
+	"github.com/ccmlab/ccmlab/lab/profile"
 	"github.com/ccmlab/ccmlab/server"
 )
 
 type serveOptions struct {
-	listen    string
-	dataDir   string
-	nodes     int
-	verbosity int
+	listen       string
+	dataDir      string
+	nodes        int
+	verbosity    int
+	profile      string
+	controllers  string
+	addons       string
+	token        string
+	cloudLatency time.Duration
 	// bareAPIServer is the cold-start benchmark's baseline: etcd and
 	// kube-apiserver only.
 	bareAPIServer bool
 }
 
 func defaultServeOptions() *serveOptions {
-	return &serveOptions{listen: "127.0.0.1:8080", dataDir: ".ccmlab", nodes: 3}
+	return &serveOptions{listen: "127.0.0.1:8080", dataDir: ".ccmlab", nodes: 3, profile: "aws", token: os.Getenv("CCMLAB_TOKEN")}
 }
 
 func (o *serveOptions) addFlags(fs *pflag.FlagSet) {
@@ -38,6 +47,11 @@ func (o *serveOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.dataDir, "data-dir", o.dataDir, "where the lab keeps its state (etcd, cloud, kubeconfig)")
 	fs.IntVar(&o.nodes, "nodes", o.nodes, "number of instances (nodes) the lab launches on first start")
 	fs.IntVarP(&o.verbosity, "v", "v", o.verbosity, "log verbosity of the Kubernetes components (0 = quiet)")
+	fs.StringVar(&o.profile, "profile", o.profile, "cloud profile: "+strings.Join(profile.Names(), ", "))
+	fs.StringVar(&o.controllers, "controllers", o.controllers, "CCM controllers enabled at start: a comma list of node,nodelifecycle,route,service, or none (default: all the profile has)")
+	fs.StringVar(&o.addons, "addons", o.addons, "add-ons: lbc (a load-balancer-controller for loadBalancerClass service.k8s.aws/nlb, ip targets)")
+	fs.StringVar(&o.token, "token", o.token, "bearer token required on every request (required when --listen is not loopback; env CCMLAB_TOKEN)")
+	fs.DurationVar(&o.cloudLatency, "cloud-latency", o.cloudLatency, "delay added to every cloud API call, for slow-motion demos")
 	fs.BoolVar(&o.bareAPIServer, "bare-apiserver", false, "start only etcd and kube-apiserver (benchmark baseline)")
 	_ = fs.MarkHidden("bare-apiserver")
 }
@@ -52,7 +66,34 @@ func (o *serveOptions) validate() error {
 	if o.verbosity < 0 {
 		return fmt.Errorf("-v %d: must not be negative", o.verbosity)
 	}
+	p, err := profile.Get(o.profile)
+	if err != nil {
+		return fmt.Errorf("--profile: %w", err)
+	}
+	if _, err := p.ParseControllers(o.controllers); err != nil {
+		return err
+	}
+	if _, err := parseAddons(o.addons); err != nil {
+		return err
+	}
+	if o.cloudLatency < 0 || o.cloudLatency > time.Minute {
+		return fmt.Errorf("--cloud-latency %s: must be between 0 and 1m", o.cloudLatency)
+	}
+	host, _, _ := net.SplitHostPort(o.listen)
+	if ip := net.ParseIP(host); (ip == nil || !ip.IsLoopback()) && host != "localhost" && o.token == "" {
+		return fmt.Errorf("--listen %s is reachable from other machines: set --token (or CCMLAB_TOKEN) so only your class can switch the lab", o.listen)
+	}
 	return nil
+}
+
+func parseAddons(v string) ([]string, error) {
+	switch v {
+	case "":
+		return nil, nil
+	case "lbc":
+		return []string{"lbc"}, nil
+	}
+	return nil, fmt.Errorf("--addons %q: unknown add-on (valid: lbc)", v)
 }
 
 func serve(ctx context.Context, o *serveOptions, out io.Writer) error {
@@ -72,8 +113,14 @@ func serve(ctx context.Context, o *serveOptions, out io.Writer) error {
 		return err
 	}
 	defer unlock()
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	srv, err := server.New(server.Config{Logger: logger})
+	// The lab's own log stays at warnings unless -v asks for more, so the
+	// progress lines and the ready line are what a student sees.
+	level := slog.LevelWarn
+	if o.verbosity > 0 {
+		level = slog.LevelInfo
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	srv, err := server.New(server.Config{Logger: logger, Token: o.token})
 	if err != nil {
 		ln.Close()
 		return err
@@ -110,6 +157,27 @@ func serve(ctx context.Context, o *serveOptions, out io.Writer) error {
 			logger.Error("stopping the control plane", "err", err)
 		}
 	}()
+	p, _ := profile.Get(o.profile)
+	enabled, _ := p.ParseControllers(o.controllers)
+	addons, _ := parseAddons(o.addons)
+	lab, err := startLab(ctx, labConfig{
+		dataDir: dataDir, profile: p, controllers: enabled, addons: addons,
+		nodes: o.nodes, cloudLatency: o.cloudLatency, logger: logger,
+	}, cp, srv, progress)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// The hub says goodbye first, so pages show "reconnecting" rather
+		// than an error; then the simulated world stops, then (deferred
+		// above) the control plane.
+		byeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+		_ = lab.hub.Close(byeCtx)
+		cancel()
+		lab.stop()
+	}()
+	srv.SetLab(lab.api)
+	waitNodesInitialized(ctx, lab, enabled, progress, begin)
 	srv.SetReady(true)
 	progress("lab", time.Since(begin))
 	fmt.Fprintf(out, "ccmlab is ready: http://%s  kubeconfig: %s\n", ln.Addr(), cp.KubeconfigPath())
@@ -120,6 +188,49 @@ func serve(ctx context.Context, o *serveOptions, out io.Writer) error {
 		return nil
 	case err := <-serveErr:
 		return fmt.Errorf("web server: %w", err)
+	case err := <-lab.errs:
+		return err
+	}
+}
+
+// waitNodesInitialized holds the ready line until every node has joined and,
+// when the Node controller runs, lost its uninitialized taint: "ready" means
+// a student can schedule Pods. Without a Node controller nodes stay tainted
+// by design, so only joining is awaited.
+func waitNodesInitialized(ctx context.Context, l *lab, enabled []string, progress func(string, time.Duration), begin time.Time) {
+	nodeCtrl := slices.Contains(enabled, profile.Node)
+	deadline := time.After(90 * time.Second)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		running := 0
+		for _, inst := range l.cloud.Snapshot().Instances {
+			if inst.State == cloud.InstanceRunning {
+				running++
+			}
+		}
+		done := 0
+		for _, n := range l.observer.Snapshot().Nodes {
+			if n.Ready == "True" && (!nodeCtrl || (n.ProviderID != "" && !n.Tainted())) {
+				done++
+			}
+		}
+		if done >= running {
+			stage := "nodes joined"
+			if nodeCtrl {
+				stage = "nodes initialized"
+			}
+			progress(fmt.Sprintf("%s (%d)", stage, done), time.Since(begin))
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-deadline:
+			progress(fmt.Sprintf("nodes: only %d of %d ready, going on", done, running), time.Since(begin))
+			return
+		case <-tick.C:
+		}
 	}
 }
 

@@ -70,6 +70,11 @@ func (cp *ControlPlane) Server() string { return cp.server }
 // RestConfig returns a copy of the admin client configuration.
 func (cp *ControlPlane) RestConfig() *rest.Config { return rest.CopyConfig(cp.restConfig) }
 
+// Client returns an admin clientset.
+func (cp *ControlPlane) Client() (kubernetes.Interface, error) {
+	return kubernetes.NewForConfig(cp.RestConfig())
+}
+
 // Start brings the control plane up and returns once the apiserver answers
 // /readyz and the controller-manager and scheduler are running. On error
 // everything started so far is stopped again.

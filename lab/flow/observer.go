@@ -253,6 +253,14 @@ func (o *Observer) ServiceFlow(key string) (ServiceFlow, bool) {
 	return f, ok
 }
 
+// Service returns the view of one Service.
+func (o *Observer) Service(key string) (ServiceView, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	v, ok := o.services[key]
+	return v, ok
+}
+
 // NodeFlow returns the flow of one node.
 func (o *Observer) NodeFlow(name string) (NodeFlow, bool) {
 	o.mu.Lock()

@@ -1,0 +1,28 @@
+// Package controllers is ccmlab's embedded cloud-controller-manager (CCM).
+//
+// It has two halves:
+//
+//   - Provider, a cloudprovider.Interface (k8s.io/cloud-provider) over the
+//     simulated cloud in lab/cloud. It is what a real cloud's CCM plugs into
+//     the shared controllers: InstancesV2 answers "which VM is this Node?",
+//     LoadBalancer builds an AWS-style load balancer for a Service, Routes
+//     keeps the route table in step with each Node's podCIDR. Every cloud
+//     call carries the calling controller's name (cloud.WithCaller), so the
+//     call log shows who asked for what, and cloud errors (AccessDenied,
+//     Throttling, InternalFailure) come back as errors with their message
+//     intact, so the real controllers emit their real failure events.
+//
+//   - Manager, which runs the real controllers of k8s.io/cloud-provider
+//     v0.37.2 (node, nodelifecycle, route, service) and, as an add-on, the
+//     lab's imitation of the AWS Load Balancer Controller (package lbc).
+//     Each controller gets its own client, informer factory and context, so
+//     switching one off stops it completely (no watch, no API request, no
+//     cloud call afterwards) and switching it on starts a fresh instance,
+//     exactly as if a CCM process had been restarted with that controller.
+//
+// The upstream controllers are used unmodified. Where their timing is fixed
+// by constants (the Service controller's 5 s minimum retry delay and its 30 s
+// / 100 s resyncs) the lab lives with it; what the upstream code exposes
+// (node status frequency, node monitor period, route reconcile period,
+// worker counts) is set short in Tuning so flows are visible in seconds.
+package controllers

@@ -1,0 +1,83 @@
+package controllers
+
+import (
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// errSwitchedOff is returned for API requests and cloud calls that a
+// controller instance attempts after it was switched off.
+var errSwitchedOff = errors.New("ccmlab: this controller was switched off; request not sent")
+
+// gate tracks the requests one controller instance has in flight and, once
+// closed, refuses new ones. Closing it and waiting for it to drain is what
+// makes "switched off" mean that the instance no longer touches the
+// apiserver or the cloud, even from a worker goroutine upstream code does
+// not wait for.
+type gate struct {
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// enter registers a request; it reports false once the gate is closed.
+func (g *gate) enter() bool {
+	if g == nil {
+		return true
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return false
+	}
+	g.wg.Add(1)
+	return true
+}
+
+func (g *gate) leave() {
+	if g != nil {
+		g.wg.Done()
+	}
+}
+
+// close refuses new requests and waits up to timeout for those in flight.
+// It reports whether they all finished in time.
+func (g *gate) close(timeout time.Duration) bool {
+	if g == nil {
+		return true
+	}
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		g.wg.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// gatedTransport passes requests through a gate. For a watch, the request
+// counts as in flight until its response headers arrive; the body is ended
+// by the informer factory's shutdown, which the manager waits for first.
+type gatedTransport struct {
+	g    *gate
+	next http.RoundTripper
+}
+
+func (t *gatedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if !t.g.enter() {
+		return nil, errSwitchedOff
+	}
+	defer t.g.leave()
+	return t.next.RoundTrip(r)
+}

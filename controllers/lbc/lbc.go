@@ -1,0 +1,374 @@
+package lbc
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/ccmlab/ccmlab/lab/cloud"
+)
+
+// Names the controller works with.
+const (
+	// LoadBalancerClass selects the Services this controller owns.
+	LoadBalancerClass = "service.k8s.aws/nlb"
+	// Finalizer keeps a Service until its load balancer is deleted.
+	Finalizer = "service.k8s.aws/resources"
+	// Caller is how cloud calls made by this controller are logged.
+	Caller = "load-balancer-controller"
+	// Component is the source of its events. The "ccmlab-" prefix marks
+	// them as the lab's imitation, not the real controller's.
+	Component = "ccmlab-load-balancer-controller"
+)
+
+// Event reasons, as the real controller names them.
+const (
+	ReasonReconciled         = "SuccessfullyReconciled"
+	ReasonFailedDeploy       = "FailedDeployModel"
+	ReasonFailedBuild        = "FailedBuildModel"
+	ReasonFailedAddFinalizer = "FailedAddFinalizer"
+	ReasonFailedCleanup      = "FailedCleanup"
+)
+
+// Config is what the controller needs.
+type Config struct {
+	Client      kubernetes.Interface
+	Cloud       *cloud.Cloud
+	ClusterName string
+	Workers     int           // default 2
+	Resync      time.Duration // how often every owned Service is re-checked; default 60s
+	Logger      *slog.Logger  // default: discard
+}
+
+// Controller reconciles Services of class service.k8s.aws/nlb.
+type Controller struct {
+	cfg      Config
+	log      *slog.Logger
+	services corelisters.ServiceLister
+	slices   discoverylisters.EndpointSliceLister
+	synced   []cache.InformerSynced
+	queue    workqueue.TypedRateLimitingInterface[string]
+	// recorder is set by Run before any worker starts.
+	recorder record.EventRecorder
+}
+
+// New registers the controller's handlers on factory's Service and
+// EndpointSlice informers; the caller starts the factory.
+func New(cfg Config, factory informers.SharedInformerFactory) (*Controller, error) {
+	if cfg.Client == nil || cfg.Cloud == nil {
+		return nil, errors.New("lbc: Client and Cloud are required")
+	}
+	cfg.Workers = cmp.Or(cfg.Workers, 2)
+	cfg.Resync = cmp.Or(cfg.Resync, time.Minute)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	svcInf := factory.Core().V1().Services()
+	esInf := factory.Discovery().V1().EndpointSlices()
+	c := &Controller{
+		cfg:      cfg,
+		log:      cfg.Logger.With("controller", "lbc"),
+		services: svcInf.Lister(),
+		slices:   esInf.Lister(),
+		synced:   []cache.InformerSynced{svcInf.Informer().HasSynced, esInf.Informer().HasSynced},
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 30*time.Second),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "lbc"},
+		),
+	}
+	_, err := svcInf.Informer().AddEventHandlerWithResyncPeriod(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { c.enqueueService(obj, nil) },
+		UpdateFunc: func(old, cur any) {
+			c.enqueueService(cur, old)
+		},
+		DeleteFunc: func(obj any) { c.enqueueService(obj, nil) },
+	}, cfg.Resync)
+	if err != nil {
+		return nil, err
+	}
+	_, err = esInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueSlice,
+		UpdateFunc: func(_, cur any) { c.enqueueSlice(cur) },
+		DeleteFunc: c.enqueueSlice,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// owned reports whether this controller is (or was) responsible for svc.
+func owned(svc *v1.Service) bool {
+	return isNLB(svc) || slices.Contains(svc.Finalizers, Finalizer)
+}
+
+func isNLB(svc *v1.Service) bool {
+	return svc.Spec.Type == v1.ServiceTypeLoadBalancer && svc.Spec.LoadBalancerClass != nil && *svc.Spec.LoadBalancerClass == LoadBalancerClass
+}
+
+func (c *Controller) enqueueService(obj, old any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	svc, ok := obj.(*v1.Service)
+	if !ok {
+		return
+	}
+	oldSvc, _ := old.(*v1.Service)
+	if owned(svc) || (oldSvc != nil && owned(oldSvc)) {
+		c.queue.Add(svc.Namespace + "/" + svc.Name)
+	}
+}
+
+func (c *Controller) enqueueSlice(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	es, ok := obj.(*discoveryv1.EndpointSlice)
+	if !ok {
+		return
+	}
+	name := es.Labels[discoveryv1.LabelServiceName]
+	if name == "" {
+		return
+	}
+	if svc, err := c.services.Services(es.Namespace).Get(name); err == nil && owned(svc) {
+		c.queue.Add(es.Namespace + "/" + name)
+	}
+}
+
+// Run records events, waits for the caches and runs the workers until ctx
+// ends. It returns only after every worker has returned, so no cloud call
+// or API request of this controller is in flight afterwards.
+func (c *Controller) Run(ctx context.Context) {
+	defer c.queue.ShutDown()
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.cfg.Client.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	c.recorder = broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: Component})
+
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return
+	}
+	c.log.Info("started", "workers", c.cfg.Workers)
+	var wg sync.WaitGroup
+	for range c.cfg.Workers {
+		wg.Go(func() {
+			for c.processNext(ctx) {
+			}
+		})
+	}
+	<-ctx.Done()
+	c.queue.ShutDown()
+	wg.Wait()
+	c.log.Info("stopped")
+}
+
+func (c *Controller) processNext(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	if err := c.sync(ctx, key); err != nil {
+		if ctx.Err() == nil {
+			c.log.Info("reconcile failed, will retry", "service", key, "err", err)
+			c.queue.AddRateLimited(key)
+		}
+		return true
+	}
+	c.queue.Forget(key)
+	return true
+}
+
+func (c *Controller) event(svc *v1.Service, typ, reason, format string, args ...any) {
+	c.recorder.Eventf(svc, typ, reason, format, args...)
+}
+
+func (c *Controller) sync(ctx context.Context, key string) error {
+	ns, name, _ := strings.Cut(key, "/")
+	cached, err := c.services.Services(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil // gone; the finalizer guarantees we cleaned up first
+	}
+	if err != nil {
+		return err
+	}
+	svc := cached.DeepCopy()
+	hasFinalizer := slices.Contains(svc.Finalizers, Finalizer)
+	if !isNLB(svc) || svc.DeletionTimestamp != nil {
+		if hasFinalizer {
+			return c.cleanup(ctx, svc)
+		}
+		return nil
+	}
+	if !hasFinalizer {
+		svc.Finalizers = append(svc.Finalizers, Finalizer)
+		updated, err := c.cfg.Client.CoreV1().Services(ns).Update(ctx, svc, metav1.UpdateOptions{})
+		if err != nil {
+			if !apierrors.IsConflict(err) {
+				c.event(svc, v1.EventTypeWarning, ReasonFailedAddFinalizer, "Failed add finalizer due to %v", err)
+			}
+			return err
+		}
+		svc = updated
+	}
+
+	esList, err := c.slices.EndpointSlices(ns).List(labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: name}))
+	if err != nil {
+		return err
+	}
+	model, err := BuildModel(svc, esList, c.cfg.ClusterName)
+	if err != nil {
+		c.event(svc, v1.EventTypeWarning, ReasonFailedBuild, "Failed build model due to %v", err)
+		return err
+	}
+	cctx := cloud.WithCaller(ctx, Caller)
+	lb, changed, err := c.deploy(cctx, model)
+	if err != nil {
+		c.event(svc, v1.EventTypeWarning, ReasonFailedDeploy, "Failed deploy model due to %v", err)
+		return err
+	}
+	status := ingress(lb)
+	if !slices.EqualFunc(svc.Status.LoadBalancer.Ingress, status, ingressEqual) {
+		svc.Status.LoadBalancer.Ingress = status
+		if _, err := c.cfg.Client.CoreV1().Services(ns).UpdateStatus(ctx, svc, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("writing status: %w", err)
+		}
+		changed = true
+	}
+	if changed {
+		c.event(svc, v1.EventTypeNormal, ReasonReconciled, "Successfully reconciled")
+		c.log.Info("reconciled", "service", key, "loadBalancer", model.Name, "targets", len(model.Targets))
+	}
+	return nil
+}
+
+// deploy makes the cloud match the model and reports whether it changed
+// anything.
+func (c *Controller) deploy(ctx context.Context, m Model) (cloud.LoadBalancer, bool, error) {
+	cl := c.cfg.Cloud
+	changed := false
+	var lb cloud.LoadBalancer
+	out, err := cl.DescribeLoadBalancers(ctx, m.Name)
+	switch {
+	case cloud.IsCode(err, cloud.ErrLBNotFound):
+		lb, err = cl.CreateLoadBalancer(ctx, cloud.CreateLoadBalancerInput{
+			Name: m.Name, Listeners: m.Listeners, TargetType: cloud.TargetTypeIP, Tags: m.Tags,
+		})
+		if err != nil {
+			return lb, false, fmt.Errorf("creating load balancer %s: %w", m.Name, err)
+		}
+		changed = true
+	case err != nil:
+		return lb, false, fmt.Errorf("describing load balancer %s: %w", m.Name, err)
+	default:
+		lb = out[0]
+		if lb.TargetType != cloud.TargetTypeIP {
+			return lb, false, fmt.Errorf("load balancer %s exists with target type %s, want ip", m.Name, lb.TargetType)
+		}
+		if !slices.Equal(lb.Listeners, m.Listeners) {
+			if lb, err = cl.SetListeners(ctx, m.Name, m.Listeners); err != nil {
+				return lb, false, fmt.Errorf("updating listeners of %s: %w", m.Name, err)
+			}
+			changed = true
+		}
+	}
+
+	type key struct {
+		id   string
+		port int32
+	}
+	want := map[key]bool{}
+	for _, t := range m.Targets {
+		want[key{t.ID, t.Port}] = true
+	}
+	have := map[key]bool{}
+	var stale, missing []cloud.Target
+	for _, t := range lb.Targets {
+		have[key{t.ID, t.Port}] = true
+		if !want[key{t.ID, t.Port}] {
+			stale = append(stale, cloud.Target{ID: t.ID, Port: t.Port})
+		}
+	}
+	for _, t := range m.Targets {
+		if !have[key{t.ID, t.Port}] {
+			missing = append(missing, t)
+		}
+	}
+	if len(missing) > 0 {
+		if err := cl.RegisterTargets(ctx, m.Name, missing); err != nil {
+			return lb, changed, fmt.Errorf("registering targets with %s: %w", m.Name, err)
+		}
+		changed = true
+	}
+	if len(stale) > 0 {
+		if err := cl.DeregisterTargets(ctx, m.Name, stale); err != nil {
+			return lb, changed, fmt.Errorf("deregistering targets from %s: %w", m.Name, err)
+		}
+		changed = true
+	}
+	if hc := lb.HealthCheck; hc == nil || hc.Protocol != m.HealthCheck.Protocol || hc.Port != m.HealthCheck.Port {
+		if err := cl.ConfigureHealthCheck(ctx, m.Name, m.HealthCheck); err != nil {
+			return lb, changed, fmt.Errorf("configuring health check of %s: %w", m.Name, err)
+		}
+		changed = true
+	}
+	return lb, changed, nil
+}
+
+// cleanup deletes the load balancer, then lets the Service go.
+func (c *Controller) cleanup(ctx context.Context, svc *v1.Service) error {
+	name := LoadBalancerName(svc)
+	err := c.cfg.Cloud.DeleteLoadBalancer(cloud.WithCaller(ctx, Caller), name)
+	if err != nil && !cloud.IsCode(err, cloud.ErrLBNotFound) {
+		c.event(svc, v1.EventTypeWarning, ReasonFailedCleanup, "Failed cleanup due to deleting load balancer %s: %v", name, err)
+		return err
+	}
+	svc.Finalizers = slices.DeleteFunc(svc.Finalizers, func(f string) bool { return f == Finalizer })
+	if _, err := c.cfg.Client.CoreV1().Services(svc.Namespace).Update(ctx, svc, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("removing finalizer: %w", err)
+	}
+	c.log.Info("deleted", "service", svc.Namespace+"/"+svc.Name, "loadBalancer", name)
+	return nil
+}
+
+func ingress(lb cloud.LoadBalancer) []v1.LoadBalancerIngress {
+	if lb.IP != "" {
+		vip := v1.LoadBalancerIPModeVIP
+		return []v1.LoadBalancerIngress{{IP: lb.IP, IPMode: &vip}}
+	}
+	return []v1.LoadBalancerIngress{{Hostname: lb.DNSName}}
+}
+
+func ingressEqual(a, b v1.LoadBalancerIngress) bool {
+	am, bm := "", ""
+	if a.IPMode != nil {
+		am = string(*a.IPMode)
+	}
+	if b.IPMode != nil {
+		bm = string(*b.IPMode)
+	}
+	return a.IP == b.IP && a.Hostname == b.Hostname && am == bm
+}

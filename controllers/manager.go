@@ -1,0 +1,429 @@
+package controllers
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	controllersmetrics "k8s.io/component-base/metrics/prometheus/controllers"
+	"k8s.io/utils/clock"
+
+	"github.com/ccmlab/ccmlab/controllers/lbc"
+	"github.com/ccmlab/ccmlab/lab/cloud"
+	"github.com/ccmlab/ccmlab/lab/profile"
+)
+
+// AddonLBC is the name of the load-balancer-controller add-on (package lbc)
+// in Config.Addons, Status and Enable/Disable.
+const AddonLBC = "lbc"
+
+// Errors of Enable and Disable, for the server to map to HTTP statuses.
+var (
+	// ErrUnknownController: no controller of that name exists at all (404).
+	ErrUnknownController = errors.New("unknown controller")
+	// ErrNotInProfile: the controller exists but this lab's profile (or
+	// add-on list) does not have it, e.g. "service" in kubevirt (409).
+	ErrNotInProfile = errors.New("controller not available in this profile")
+	// ErrStopped: the manager's Run has returned.
+	ErrStopped = errors.New("controller manager has stopped")
+)
+
+// Config says what the manager runs and against what.
+type Config struct {
+	// RestConfig is used to build a separate client for every controller
+	// instance, which is what lets Disable cut an instance off the apiserver
+	// completely. Client is used instead when RestConfig is nil.
+	RestConfig *rest.Config
+	Client     kubernetes.Interface
+	Cloud      *cloud.Cloud
+	Profile    profile.Profile
+	// ClusterName tags load balancers; default "ccmlab".
+	ClusterName string
+	// ClusterCIDR is the Pod network (comma-separated for dual stack) the
+	// Route controller is responsible for; default "10.244.0.0/16".
+	ClusterCIDR string
+	// Enabled are the controllers on at start, as profile.ParseControllers
+	// returns them. Add-ons in Addons are on at start as well.
+	Enabled []string
+	// Addons lists add-ons installed in this lab; "lbc" is the only one.
+	Addons []string
+	Logger *slog.Logger // default: discard
+	Clock  clock.Clock  // stamps StatusChange; default real time
+	Tuning Tuning
+}
+
+// Tuning holds the timings and sizes the upstream controllers let a CCM
+// choose. Zero fields take the lab defaults documented on each, which are
+// much shorter than upstream's so that flows show within seconds.
+type Tuning struct {
+	// NodeStatusUpdateFrequency: how often the Node controller refreshes
+	// addresses of initialized nodes (upstream 5m). Default 5s.
+	NodeStatusUpdateFrequency time.Duration
+	// NodeMonitorPeriod: how often the node-lifecycle controller checks
+	// not-ready nodes against the cloud (upstream 5s). Default 2s.
+	NodeMonitorPeriod time.Duration
+	// RouteReconcilePeriod: the Route controller's sync period
+	// (upstream 10s). Default 5s.
+	RouteReconcilePeriod time.Duration
+	// InformerResync: default resync of every controller's informers
+	// (upstream 12-24h). The Service controller's own 30s/100s handler
+	// resyncs are constants upstream and unaffected. Default 10s.
+	InformerResync time.Duration
+	// Worker counts. Defaults: node 2, node status 4, node lifecycle 4,
+	// service 4 (upstream 1), lbc 2.
+	NodeWorkers, NodeStatusWorkers, NodeLifecycleWorkers, ServiceWorkers, LBCWorkers int
+	// ClientQPS and ClientBurst apply to each controller's client when
+	// RestConfig leaves them zero (client-go would use 5 and 10, which would
+	// throttle 1,000 Services for minutes). Defaults 200 and 400.
+	ClientQPS   float32
+	ClientBurst int
+	// StopTimeout bounds each wait when switching a controller off: for its
+	// Run to return, for its informers to stop, and for its requests in
+	// flight to finish. Default 10s.
+	StopTimeout time.Duration
+}
+
+func (t *Tuning) setDefaults() {
+	t.NodeStatusUpdateFrequency = cmp.Or(t.NodeStatusUpdateFrequency, 5*time.Second)
+	t.NodeMonitorPeriod = cmp.Or(t.NodeMonitorPeriod, 2*time.Second)
+	t.RouteReconcilePeriod = cmp.Or(t.RouteReconcilePeriod, 5*time.Second)
+	t.InformerResync = cmp.Or(t.InformerResync, 10*time.Second)
+	t.NodeWorkers = cmp.Or(t.NodeWorkers, 2)
+	t.NodeStatusWorkers = cmp.Or(t.NodeStatusWorkers, 4)
+	t.NodeLifecycleWorkers = cmp.Or(t.NodeLifecycleWorkers, 4)
+	t.ServiceWorkers = cmp.Or(t.ServiceWorkers, 4)
+	t.LBCWorkers = cmp.Or(t.LBCWorkers, 2)
+	t.ClientQPS = cmp.Or(t.ClientQPS, 200)
+	t.ClientBurst = cmp.Or(t.ClientBurst, 400)
+	t.StopTimeout = cmp.Or(t.StopTimeout, 10*time.Second)
+}
+
+func (c *Config) setDefaults() {
+	c.ClusterName = cmp.Or(c.ClusterName, DefaultClusterName)
+	c.ClusterCIDR = cmp.Or(c.ClusterCIDR, "10.244.0.0/16")
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+	c.Tuning.setDefaults()
+}
+
+// validate checks a Config after defaults are applied.
+func (c *Config) validate() error {
+	var errs []error
+	if c.RestConfig == nil && c.Client == nil {
+		errs = append(errs, errors.New("RestConfig or Client is required"))
+	}
+	if c.Cloud == nil {
+		errs = append(errs, errors.New("Cloud is required"))
+	}
+	if c.Profile.Name == "" || c.Profile.ProviderName == "" {
+		errs = append(errs, errors.New("Profile is required (use profile.Get)"))
+	}
+	if c.Cloud != nil && c.Profile.Name != "" {
+		ipMode := c.Cloud.Config().IngressMode == cloud.IngressIP
+		if ipMode != c.Profile.IngressIP {
+			errs = append(errs, fmt.Errorf("profile %s wants IP ingress=%t but the cloud's ingress mode is %q", c.Profile.Name, c.Profile.IngressIP, c.Cloud.Config().IngressMode))
+		}
+	}
+	if _, err := parseCIDRs(c.ClusterCIDR); err != nil {
+		errs = append(errs, err)
+	}
+	for _, name := range c.Enabled {
+		if name == AddonLBC && slices.Contains(c.Addons, AddonLBC) {
+			continue
+		}
+		if !slices.Contains(profile.AllControllers(), name) {
+			errs = append(errs, fmt.Errorf("enabled: %w %q", ErrUnknownController, name))
+		} else if !c.Profile.Has(name) {
+			errs = append(errs, fmt.Errorf("enabled: %q: %w %s", name, ErrNotInProfile, c.Profile.Name))
+		}
+	}
+	for _, a := range c.Addons {
+		if a != AddonLBC {
+			errs = append(errs, fmt.Errorf("addons: unknown add-on %q (valid: %s)", a, AddonLBC))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("controllers: invalid config: %w", err)
+	}
+	return nil
+}
+
+func parseCIDRs(s string) ([]*net.IPNet, error) {
+	var out []*net.IPNet
+	for part := range strings.SplitSeq(s, ",") {
+		_, n, err := net.ParseCIDR(strings.TrimSpace(part))
+		if err != nil {
+			return nil, fmt.Errorf("cluster CIDR %q: %w", s, err)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// StatusChange is one switch of one controller, for the websocket stream.
+type StatusChange struct {
+	Seq        uint64    `json:"seq"`
+	Controller string    `json:"controller"`
+	Enabled    bool      `json:"enabled"`
+	Time       time.Time `json:"time"`
+}
+
+// Manager runs the CCM controllers and switches each on and off while the
+// lab runs. All methods are safe for concurrent use; switches are applied
+// one at a time in arrival order.
+type Manager struct {
+	cfg      Config
+	log      *slog.Logger
+	provider *Provider
+	metrics  *controllersmetrics.ControllerManagerMetrics
+	names    []string // every controller this lab has, in page order
+	cidrs    []*net.IPNet
+
+	// mu serializes Run's start and stop, Enable and Disable. It is held
+	// while an instance stops, so a switch waits for the previous one.
+	mu      sync.Mutex
+	runCtx  context.Context // non-nil while Run is active
+	stopped bool
+	units   map[string]*unit
+
+	// stMu guards on, so Status never waits behind a slow switch.
+	stMu sync.RWMutex
+	on   map[string]bool
+
+	subMu   sync.Mutex
+	subs    map[int]chan StatusChange
+	nextSub int
+	seq     uint64
+}
+
+// NewManager checks cfg and prepares a manager; nothing runs until Run.
+func NewManager(cfg Config) (*Manager, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	cidrs, _ := parseCIDRs(cfg.ClusterCIDR)
+	m := &Manager{
+		cfg:      cfg,
+		log:      cfg.Logger.With("component", "ccm"),
+		provider: NewProvider(cfg.Cloud, cfg.Profile, cfg.ClusterName),
+		metrics:  controllersmetrics.NewControllerManagerMetrics("ccmlab-cloud-controller-manager"),
+		cidrs:    cidrs,
+		units:    map[string]*unit{},
+		on:       map[string]bool{},
+		subs:     map[int]chan StatusChange{},
+	}
+	for _, n := range profile.AllControllers() {
+		if cfg.Profile.Has(n) {
+			m.names = append(m.names, n)
+			m.on[n] = false
+		}
+	}
+	for _, n := range cfg.Enabled {
+		m.on[n] = true
+	}
+	if slices.Contains(cfg.Addons, AddonLBC) {
+		m.names = append(m.names, AddonLBC)
+		m.on[AddonLBC] = true
+	}
+	return m, nil
+}
+
+// Provider returns the manager's cloud provider (its calls are logged as
+// "unknown"; use For to name a caller).
+func (m *Manager) Provider() *Provider { return m.provider }
+
+// Controllers lists the controllers this lab has (profile plus add-ons) in
+// the order the page shows them.
+func (m *Manager) Controllers() []string { return slices.Clone(m.names) }
+
+// Caller is the name under which controller name's cloud calls appear in
+// the call log: "<name>-controller", and "load-balancer-controller" for lbc.
+func Caller(name string) string {
+	if name == AddonLBC {
+		return lbc.Caller
+	}
+	return name + "-controller"
+}
+
+// Run starts the enabled controllers and keeps the manager live until ctx
+// ends; then it switches every controller off and returns nil. It returns
+// an error at once if a controller fails to start or Run was called before.
+func (m *Manager) Run(ctx context.Context) error {
+	m.mu.Lock()
+	if m.runCtx != nil || m.stopped {
+		m.mu.Unlock()
+		return errors.New("controllers: Manager.Run called more than once")
+	}
+	m.runCtx = ctx
+	for _, name := range m.names {
+		if !m.isOn(name) {
+			continue
+		}
+		if err := m.start(name); err != nil {
+			m.shutdownLocked()
+			m.mu.Unlock()
+			return err
+		}
+	}
+	m.log.Info("cloud-controller-manager running", "profile", m.cfg.Profile.Name, "controllers", m.Status())
+	m.mu.Unlock()
+
+	<-ctx.Done()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.shutdownLocked()
+	m.log.Info("cloud-controller-manager stopped")
+	return nil
+}
+
+// shutdownLocked stops every instance (in parallel: they are independent)
+// and marks the manager stopped.
+func (m *Manager) shutdownLocked() {
+	var wg sync.WaitGroup
+	for _, u := range m.units {
+		wg.Go(func() { m.stopUnit(u) })
+	}
+	wg.Wait()
+	clear(m.units)
+	m.stopped = true
+	m.runCtx = nil
+	for _, name := range m.names {
+		if m.isOn(name) {
+			m.setOn(name, false)
+		}
+	}
+}
+
+func (m *Manager) check(name string) error {
+	if slices.Contains(m.names, name) {
+		return nil
+	}
+	if slices.Contains(profile.AllControllers(), name) {
+		return fmt.Errorf("%q: %w %s", name, ErrNotInProfile, m.cfg.Profile.Name)
+	}
+	if name == AddonLBC {
+		return fmt.Errorf("%q: %w (start the lab with --addons lbc)", name, ErrNotInProfile)
+	}
+	return fmt.Errorf("%w %q (valid: %s)", ErrUnknownController, name, strings.Join(append(profile.AllControllers(), AddonLBC), ", "))
+}
+
+// Enable switches a controller on, starting a fresh instance of it. It is a
+// no-op when the controller is already on. Before Run it only records that
+// the controller should start with Run.
+func (m *Manager) Enable(name string) error {
+	if err := m.check(name); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.stopped {
+		return ErrStopped
+	}
+	if m.isOn(name) {
+		return nil
+	}
+	if m.runCtx != nil {
+		if err := m.start(name); err != nil {
+			return err
+		}
+	}
+	m.setOn(name, true)
+	return nil
+}
+
+// Disable switches a controller off and returns once its instance has
+// stopped: its goroutines returned, its informers shut down and its API
+// requests and cloud calls in flight finished (each wait bounded by
+// Tuning.StopTimeout). It is a no-op when the controller is already off.
+func (m *Manager) Disable(name string) error {
+	if err := m.check(name); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.isOn(name) {
+		return nil
+	}
+	if u := m.units[name]; u != nil {
+		m.stopUnit(u)
+		delete(m.units, name)
+	}
+	m.setOn(name, false)
+	return nil
+}
+
+// Status maps every controller this lab has (profile plus add-ons) to
+// whether it is switched on. While Run is active, on means running; before
+// Run it means it will start with Run; after Run everything is off.
+func (m *Manager) Status() map[string]bool {
+	m.stMu.RLock()
+	defer m.stMu.RUnlock()
+	out := make(map[string]bool, len(m.on))
+	for k, v := range m.on {
+		out[k] = v
+	}
+	return out
+}
+
+func (m *Manager) isOn(name string) bool {
+	m.stMu.RLock()
+	defer m.stMu.RUnlock()
+	return m.on[name]
+}
+
+func (m *Manager) setOn(name string, on bool) {
+	m.stMu.Lock()
+	m.on[name] = on
+	m.stMu.Unlock()
+	m.publish(name, on)
+	m.log.Info("controller switched", "controller", name, "enabled", on)
+}
+
+// Subscribe returns a channel of switches with room for buf of them (at
+// least 1) and a cancel func that unsubscribes and closes the channel. A
+// full channel misses changes (visible as a gap in Seq); the manager never
+// waits for a subscriber.
+func (m *Manager) Subscribe(buf int) (<-chan StatusChange, func()) {
+	ch := make(chan StatusChange, max(buf, 1))
+	m.subMu.Lock()
+	id := m.nextSub
+	m.nextSub++
+	m.subs[id] = ch
+	m.subMu.Unlock()
+	var once sync.Once
+	return ch, func() {
+		once.Do(func() {
+			m.subMu.Lock()
+			delete(m.subs, id)
+			close(ch)
+			m.subMu.Unlock()
+		})
+	}
+}
+
+func (m *Manager) publish(name string, on bool) {
+	m.subMu.Lock()
+	defer m.subMu.Unlock()
+	m.seq++
+	c := StatusChange{Seq: m.seq, Controller: name, Enabled: on, Time: m.cfg.Clock.Now()}
+	for _, ch := range m.subs {
+		select {
+		case ch <- c:
+		default:
+		}
+	}
+}

@@ -1,0 +1,185 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	cloudprovider "k8s.io/cloud-provider"
+
+	"github.com/ccmlab/ccmlab/lab/cloud"
+	"github.com/ccmlab/ccmlab/lab/profile"
+)
+
+var _ cloudprovider.Interface = (*Provider)(nil)
+
+// Provider is ccmlab's cloud provider: the code a cloud vendor writes so the
+// shared k8s.io/cloud-provider controllers can drive its cloud. It is safe
+// for concurrent use.
+//
+// A Provider made by NewProvider calls the cloud as "unknown"; For returns a
+// view that names its caller, and the Manager hands every controller such a
+// view, additionally bound to that controller instance's lifetime.
+type Provider struct {
+	cloud       *cloud.Cloud
+	profile     profile.Profile
+	clusterName string
+	region      string
+
+	caller string
+	// life, when set, ends every cloud call as soon as the controller
+	// instance using this view is switched off, including calls upstream
+	// code makes with context.TODO().
+	life context.Context
+	// gate, when set, refuses calls after the instance is switched off and
+	// lets the manager wait for calls in flight.
+	gate *gate
+}
+
+// NewProvider returns a Provider over c that behaves as profile p describes.
+// clusterName tags the load balancers it creates ("" means "ccmlab").
+func NewProvider(c *cloud.Cloud, p profile.Profile, clusterName string) *Provider {
+	if clusterName == "" {
+		clusterName = DefaultClusterName
+	}
+	return &Provider{cloud: c, profile: p, clusterName: clusterName, region: c.Config().Region}
+}
+
+// DefaultClusterName is used when Config.ClusterName is empty.
+const DefaultClusterName = "ccmlab"
+
+// For returns a view of p whose cloud calls are logged as made by caller,
+// e.g. p.For("service-controller").
+func (p *Provider) For(caller string) *Provider {
+	v := *p
+	v.caller = caller
+	return &v
+}
+
+// bind returns a view whose calls end with life and pass through g.
+func (p *Provider) bind(life context.Context, g *gate) *Provider {
+	v := *p
+	v.life, v.gate = life, g
+	return &v
+}
+
+// Caller is the name cloud calls made by this view carry.
+func (p *Provider) Caller() string { return p.caller }
+
+// begin prepares the context of one cloud call: the caller's name, and
+// cancellation when the controller instance is switched off. end must be
+// called when the call returns.
+func (p *Provider) begin(ctx context.Context) (_ context.Context, end func(), _ error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if !p.gate.enter() {
+		return nil, nil, errSwitchedOff
+	}
+	if p.caller != "" {
+		ctx = cloud.WithCaller(ctx, p.caller)
+	}
+	if p.life == nil {
+		return ctx, p.gate.leave, nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(p.life, cancel)
+	return ctx, func() {
+		stop()
+		cancel()
+		p.gate.leave()
+	}, nil
+}
+
+// Initialize is part of cloudprovider.Interface. The simulated cloud needs
+// no credentials and runs no goroutines of its own, so there is nothing to do.
+func (p *Provider) Initialize(cloudprovider.ControllerClientBuilder, <-chan struct{}) {}
+
+// LoadBalancer returns the load balancer implementation, unless the profile
+// has no Service controller (kubevirt): then it reports false, which is what
+// makes the upstream Service controller refuse to start.
+func (p *Provider) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
+	if !p.profile.Has(profile.Service) {
+		return nil, false
+	}
+	return p, true
+}
+
+// Instances reports false: the provider implements the newer InstancesV2.
+func (p *Provider) Instances() (cloudprovider.Instances, bool) { return nil, false }
+
+// InstancesV2 returns the instances implementation.
+func (p *Provider) InstancesV2() (cloudprovider.InstancesV2, bool) { return p, true }
+
+// Zones returns the zones implementation. The Node controller does not need
+// it when InstancesV2 is present; it is here for completeness.
+func (p *Provider) Zones() (cloudprovider.Zones, bool) { return p, true }
+
+// Clusters reports false: one lab is one cluster.
+func (p *Provider) Clusters() (cloudprovider.Clusters, bool) { return nil, false }
+
+// Routes returns the route table implementation for profiles that have a
+// Route controller.
+func (p *Provider) Routes() (cloudprovider.Routes, bool) {
+	if !p.profile.Has(profile.Route) {
+		return nil, false
+	}
+	return p, true
+}
+
+// ProviderName is the profile's provider name ("aws" or "kubevirt").
+func (p *Provider) ProviderName() string { return p.profile.ProviderName }
+
+// HasClusterID reports true: every load balancer is tagged with the cluster.
+func (p *Provider) HasClusterID() bool { return true }
+
+// ProviderID returns the providerID a Node on instance inst gets:
+// "aws:///<zone>/<instance-id>" or, in the kubevirt profile,
+// "kubevirt://<node-name>".
+func (p *Provider) ProviderID(inst cloud.Instance) string {
+	if p.profile.ProviderName == "kubevirt" {
+		return "kubevirt://" + inst.PrivateDNSName
+	}
+	return fmt.Sprintf("%s:///%s/%s", p.profile.ProviderName, inst.Zone, inst.ID)
+}
+
+// instanceRef is what a providerID names: an instance ID (aws) or a node
+// name (kubevirt, where the VM is named after the node).
+type instanceRef struct {
+	id, name string
+}
+
+// parseProviderID understands the forms ProviderID produces, plus the short
+// "aws://i-..." form some tools write.
+func (p *Provider) parseProviderID(providerID string) (instanceRef, error) {
+	scheme := p.profile.ProviderName + "://"
+	rest, ok := strings.CutPrefix(providerID, scheme)
+	if !ok || rest == "" {
+		return instanceRef{}, fmt.Errorf("providerID %q: want %q", providerID, p.providerIDPattern())
+	}
+	if p.profile.ProviderName == "kubevirt" {
+		return instanceRef{name: rest}, nil
+	}
+	id := rest[strings.LastIndexByte(rest, '/')+1:]
+	if !strings.HasPrefix(id, "i-") {
+		return instanceRef{}, fmt.Errorf("providerID %q: want %q", providerID, p.providerIDPattern())
+	}
+	return instanceRef{id: id}, nil
+}
+
+func (p *Provider) providerIDPattern() string {
+	if p.profile.ProviderName == "kubevirt" {
+		return "kubevirt://<node-name>"
+	}
+	return p.profile.ProviderName + ":///<zone>/<instance-id>"
+}
+
+// wrap adds what was being done to a cloud error, keeping its text (for
+// example "AccessDenied: User: ... is not authorized to perform: ...") and
+// keeping it reachable with errors.As.
+func wrap(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), err)
+}

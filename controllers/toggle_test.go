@@ -1,0 +1,261 @@
+package controllers
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	cloudprovider "k8s.io/cloud-provider"
+	cloudproviderapi "k8s.io/cloud-provider/api"
+
+	"github.com/ccmlab/ccmlab/lab/cloud"
+)
+
+// goroutineCounts returns the process's goroutines and how many of them run
+// code of the CCM: the upstream controllers, our manager and provider, the
+// lbc, and the informers/workqueues/event broadcasters they own. The
+// embedded control plane runs informers too, so that last group is only a
+// trend; the controller frames must return to their baseline exactly.
+func goroutineCounts() (total, controllers int) {
+	buf := make([]byte, 64<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	for g := range bytes.SplitSeq(buf, []byte("\n\n")) {
+		s := string(g)
+		if strings.Contains(s, "k8s.io/cloud-provider/controllers/") ||
+			strings.Contains(s, "ccmlab/controllers/lbc.") ||
+			strings.Contains(s, "ccmlab/controllers.(*Manager)") ||
+			strings.Contains(s, "ccmlab/controllers.(*gate)") {
+			controllers++
+		}
+	}
+	return runtime.NumGoroutine(), controllers
+}
+
+// settleGoroutines waits until the counts stop falling.
+func settleGoroutines() (total, controllers int) {
+	total, controllers = goroutineCounts()
+	for range 30 {
+		time.Sleep(time.Second)
+		t2, c2 := goroutineCounts()
+		if t2 >= total && c2 >= controllers {
+			return t2, c2
+		}
+		total, controllers = t2, c2
+	}
+	return total, controllers
+}
+
+// TestToggleChurn switches every controller off and on 100 times, from
+// concurrent goroutines, while Services and nodes come and go; afterwards
+// the lab must converge and no goroutine may be left behind.
+func TestToggleChurn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long")
+	}
+	const toggles = 100
+	l := newLab(t, "aws", nil)
+	nodes := l.addNodes(4)
+	for _, inst := range nodes {
+		eventually(t, 15*time.Second, "node initialized", func() (bool, string) { return nodeInitialized(l, inst) })
+	}
+	for i := range 5 {
+		l.createService(l.lbService(fmt.Sprintf("base-%d", i), nil))
+	}
+	eventually(t, 20*time.Second, "base services converged", func() (bool, string) { return l.converged() })
+	baseTotal, baseCtrl := settleGoroutines()
+	t.Logf("goroutines before: total %d, CCM %d", baseTotal, baseCtrl)
+
+	var (
+		mu   sync.Mutex
+		live = slices.Clone(nodes)
+	)
+	ctx, stopChurn := context.WithCancel(l.ctx)
+	var churn sync.WaitGroup
+	churn.Go(func() { // Services come and go
+		rng := rand.New(rand.NewPCG(1, 2))
+		var names []string
+		for i := 0; ctx.Err() == nil; i++ {
+			if len(names) > 8 || (len(names) > 0 && rng.IntN(3) == 0) {
+				k := rng.IntN(len(names))
+				_ = l.client.CoreV1().Services(l.ns).Delete(ctx, names[k], metav1.DeleteOptions{})
+				names = slices.Delete(names, k, k+1)
+			} else {
+				name := fmt.Sprintf("churn-%d", i)
+				if _, err := l.client.CoreV1().Services(l.ns).Create(ctx, l.lbService(name, nil), metav1.CreateOptions{}); err == nil {
+					names = append(names, name)
+				}
+			}
+			sleepCtx(ctx, 40*time.Millisecond)
+		}
+	})
+	churn.Go(func() { // nodes join and leave
+		rng := rand.New(rand.NewPCG(3, 4))
+		for ctx.Err() == nil {
+			mu.Lock()
+			n := len(live)
+			mu.Unlock()
+			if n > 3 && rng.IntN(2) == 0 {
+				mu.Lock()
+				k := rng.IntN(len(live))
+				gone := live[k]
+				live = slices.Delete(live, k, k+1)
+				mu.Unlock()
+				_ = l.client.CoreV1().Nodes().Delete(ctx, gone.PrivateDNSName, metav1.DeleteOptions{})
+				_, _ = l.cloud.TerminateInstance(cloud.WithCaller(ctx, "test"), gone.ID)
+			} else if n < 8 {
+				inst, err := l.cloud.RunInstance(cloud.WithCaller(ctx, "test"), cloud.RunInstanceInput{})
+				if err == nil {
+					if _, err := l.createNode(ctx, inst.PrivateDNSName); err == nil {
+						mu.Lock()
+						live = append(live, inst)
+						mu.Unlock()
+					}
+				}
+			}
+			sleepCtx(ctx, 300*time.Millisecond)
+		}
+	})
+
+	start := time.Now()
+	var togglers sync.WaitGroup
+	for i, name := range l.mgr.Controllers() {
+		togglers.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(i), 9))
+			for range toggles {
+				if err := l.mgr.Disable(name); err != nil {
+					t.Error(err)
+				}
+				time.Sleep(time.Duration(rng.IntN(50)) * time.Millisecond)
+				if err := l.mgr.Enable(name); err != nil {
+					t.Error(err)
+				}
+				time.Sleep(time.Duration(rng.IntN(100)) * time.Millisecond)
+			}
+		})
+	}
+	togglers.Wait()
+	took := time.Since(start)
+	stopChurn()
+	churn.Wait()
+	t.Logf("%d controllers x %d off/on cycles in %s (%.1f ms per switch)", len(l.mgr.Controllers()), toggles, took.Round(time.Millisecond),
+		float64(took.Milliseconds())/float64(2*toggles*len(l.mgr.Controllers())))
+
+	for name, on := range l.mgr.Status() {
+		if !on {
+			t.Errorf("%s is off after the last Enable", name)
+		}
+	}
+	mu.Lock()
+	final := slices.Clone(live)
+	mu.Unlock()
+	svcs, _ := l.client.CoreV1().Services(l.ns).List(l.ctx, metav1.ListOptions{})
+	t.Logf("after churn: %d services, %d nodes, %d cloud load balancers", len(svcs.Items), len(final), len(l.cloud.Snapshot().LoadBalancers))
+	convergeStart := time.Now()
+	eventually(t, 120*time.Second, "converged after churn", func() (bool, string) { return l.converged() })
+	eventually(t, 30*time.Second, "nodes initialized", func() (bool, string) {
+		for _, inst := range final {
+			if ok, why := nodeInitialized(l, inst); !ok {
+				return false, inst.PrivateDNSName + ": " + why
+			}
+		}
+		return true, ""
+	})
+	t.Logf("converged %s after the last switch", time.Since(convergeStart).Round(time.Millisecond))
+
+	// Stop the churn's leftovers from producing more work, then compare.
+	total, ctrl := settleGoroutines()
+	t.Logf("goroutines after: total %d (before %d, %+d), CCM %d (before %d)", total, baseTotal, total-baseTotal, ctrl, baseCtrl)
+	if ctrl > baseCtrl {
+		t.Errorf("CCM goroutines grew from %d to %d", baseCtrl, ctrl)
+	}
+	// The control plane in the same process keeps watches per client
+	// connection and its own caches; allow it some slack.
+	if total > baseTotal+100 {
+		t.Errorf("goroutines grew from %d to %d", baseTotal, total)
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// converged reports whether every LoadBalancer Service of the lab has
+// exactly its one load balancer with every node's instance on its NodePort
+// and its ingress written, whether no load balancer is orphaned, whether
+// deleted Services are gone, and whether every node's podCIDR has a route.
+func (l *lab) converged() (bool, string) {
+	svcs, err := l.client.CoreV1().Services(l.ns).List(l.ctx, metav1.ListOptions{})
+	if err != nil {
+		return false, err.Error()
+	}
+	nodes, err := l.client.CoreV1().Nodes().List(l.ctx, metav1.ListOptions{LabelSelector: labLabel + "=" + l.id})
+	if err != nil {
+		return false, err.Error()
+	}
+	var ids []string
+	var podCIDRs []string
+	for _, n := range nodes.Items {
+		if hasTaint(&n, cloudproviderapi.TaintExternalCloudProvider) {
+			return false, n.Name + " not initialized"
+		}
+		ids = append(ids, n.Spec.ProviderID[strings.LastIndexByte(n.Spec.ProviderID, '/')+1:])
+		podCIDRs = append(podCIDRs, n.Spec.PodCIDRs...)
+	}
+	state := l.cloud.Snapshot()
+	lbs := map[string]cloud.LoadBalancer{}
+	for _, lb := range state.LoadBalancers {
+		lbs[lb.Name] = lb
+	}
+	for _, s := range svcs.Items {
+		if s.DeletionTimestamp != nil {
+			return false, s.Name + " still being deleted"
+		}
+		name := cloudprovider.DefaultLoadBalancerName(&s)
+		lb, ok := lbs[name]
+		if !ok {
+			return false, s.Name + " has no load balancer"
+		}
+		delete(lbs, name)
+		if ingressOf(&s) != lb.DNSName {
+			return false, s.Name + " ingress " + ingressOf(&s)
+		}
+		var want []string
+		for _, id := range ids {
+			want = append(want, fmt.Sprintf("%s:%d", id, s.Spec.Ports[0].NodePort))
+		}
+		slices.Sort(want)
+		if got := targetIDs(lb); !slices.Equal(got, want) {
+			return false, fmt.Sprintf("%s targets %v want %v", s.Name, got, want)
+		}
+	}
+	if len(lbs) > 0 {
+		var names []string
+		for n, lb := range lbs {
+			names = append(names, n+"("+lb.Tags[TagServiceName]+")")
+		}
+		return false, "orphaned load balancers: " + strings.Join(names, " ")
+	}
+	var routes []string
+	for _, r := range state.Routes {
+		routes = append(routes, r.DestinationCIDR)
+	}
+	slices.Sort(routes)
+	slices.Sort(podCIDRs)
+	if !slices.Equal(routes, podCIDRs) {
+		return false, fmt.Sprintf("routes %v, podCIDRs %v", routes, podCIDRs)
+	}
+	return true, ""
+}

@@ -1,0 +1,181 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	nodecontroller "k8s.io/cloud-provider/controllers/node"
+	nodelifecyclecontroller "k8s.io/cloud-provider/controllers/nodelifecycle"
+	routecontroller "k8s.io/cloud-provider/controllers/route"
+	servicecontroller "k8s.io/cloud-provider/controllers/service"
+
+	// The Route controller asks utilfeature.DefaultFeatureGate about
+	// controller-manager features, which panics for unregistered ones;
+	// Kubernetes' feature list registers them. The lab links it anyway.
+	_ "k8s.io/kubernetes/pkg/features"
+
+	"github.com/ccmlab/ccmlab/controllers/lbc"
+	"github.com/ccmlab/ccmlab/lab/profile"
+)
+
+// unit is one running instance of one controller: its own context, client
+// (behind a gate), informer factory and goroutine.
+type unit struct {
+	name    string
+	cancel  context.CancelFunc
+	done    chan struct{} // closed when the controller's Run returns
+	factory informers.SharedInformerFactory
+	gate    *gate
+	started time.Time
+}
+
+// start builds and starts a fresh instance. Called with m.mu held and Run
+// active.
+func (m *Manager) start(name string) error {
+	t0 := time.Now()
+	u := &unit{name: name, done: make(chan struct{}), gate: &gate{}, started: t0}
+	ctx, cancel := context.WithCancel(m.runCtx)
+	u.cancel = cancel
+	client, err := m.clientFor(name, u.gate)
+	if err != nil {
+		cancel()
+		return fmt.Errorf("starting %s controller: %w", name, err)
+	}
+	u.factory = informers.NewSharedInformerFactory(client, m.cfg.Tuning.InformerResync)
+	run, err := m.build(name, client, u.factory, m.provider.For(Caller(name)).bind(ctx, u.gate))
+	if err != nil {
+		cancel()
+		u.factory.Shutdown()
+		return fmt.Errorf("starting %s controller: %w", name, err)
+	}
+	u.factory.Start(ctx.Done())
+	go func() {
+		defer close(u.done)
+		run(ctx)
+	}()
+	m.units[name] = u
+	m.log.Debug("controller started", "controller", name, "took", time.Since(t0))
+	return nil
+}
+
+// stopUnit cancels an instance and waits for it to be gone for good.
+func (m *Manager) stopUnit(u *unit) {
+	t0 := time.Now()
+	timeout := m.cfg.Tuning.StopTimeout
+	u.cancel()
+	if !waitFor(u.done, timeout) {
+		m.log.Warn("controller did not return in time; continuing", "controller", u.name, "timeout", timeout)
+	}
+	shut := make(chan struct{})
+	go func() {
+		u.factory.Shutdown()
+		close(shut)
+	}()
+	if !waitFor(shut, timeout) {
+		m.log.Warn("informers did not stop in time; continuing", "controller", u.name, "timeout", timeout)
+	}
+	if !u.gate.close(timeout) {
+		m.log.Warn("requests still in flight after switch-off; they will fail or finish on their own", "controller", u.name, "timeout", timeout)
+	}
+	m.log.Debug("controller stopped", "controller", u.name, "took", time.Since(t0), "ran", time.Since(u.started))
+}
+
+func waitFor(ch <-chan struct{}, timeout time.Duration) bool {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// clientFor builds the instance's own client, its requests passing through
+// g. Without a RestConfig the shared Client is used and only cloud calls
+// are gated.
+func (m *Manager) clientFor(name string, g *gate) (kubernetes.Interface, error) {
+	if m.cfg.RestConfig == nil {
+		return m.cfg.Client, nil
+	}
+	rc := rest.CopyConfig(m.cfg.RestConfig)
+	rc.UserAgent = "ccmlab-cloud-controller-manager/" + name
+	if rc.QPS == 0 {
+		rc.QPS = m.cfg.Tuning.ClientQPS
+	}
+	if rc.Burst == 0 {
+		rc.Burst = m.cfg.Tuning.ClientBurst
+	}
+	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &gatedTransport{g: g, next: rt} })
+	return kubernetes.NewForConfig(rc)
+}
+
+// build constructs the named controller on factory's informers and returns
+// its blocking run function.
+func (m *Manager) build(name string, client kubernetes.Interface, factory informers.SharedInformerFactory, p *Provider) (func(context.Context), error) {
+	t := m.cfg.Tuning
+	nodes := factory.Core().V1().Nodes()
+	switch name {
+	case profile.Node:
+		c, err := nodecontroller.NewCloudNodeController(nodes, client, p, t.NodeStatusUpdateFrequency, int32(t.NodeWorkers), int32(t.NodeStatusWorkers))
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context) { c.RunWithContext(ctx, m.metrics) }, nil
+
+	case profile.NodeLifecycle:
+		c, err := nodelifecyclecontroller.NewCloudNodeLifecycleController(nodes, client, p, t.NodeMonitorPeriod, t.NodeLifecycleWorkers)
+		if err != nil {
+			return nil, err
+		}
+		synced := nodes.Informer().HasSynced
+		return func(ctx context.Context) {
+			// Upstream Run does not wait for the cache; without this the
+			// first pass would see no nodes.
+			if !cache.WaitForCacheSync(ctx.Done(), synced) {
+				return
+			}
+			c.Run(ctx, m.metrics)
+		}, nil
+
+	case profile.Route:
+		routes, ok := p.Routes()
+		if !ok {
+			return nil, errors.New("the cloud provider has no routes in this profile")
+		}
+		c, err := routecontroller.New(routes, client, nodes, m.cfg.ClusterName, m.cidrs)
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context) { c.Run(ctx, t.RouteReconcilePeriod, m.metrics) }, nil
+
+	case profile.Service:
+		c, err := servicecontroller.New(p, client, factory.Core().V1().Services(), nodes, m.cfg.ClusterName, utilfeature.DefaultFeatureGate)
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context) { c.Run(ctx, t.ServiceWorkers, m.metrics) }, nil
+
+	case AddonLBC:
+		c, err := lbc.New(lbc.Config{
+			Client:      client,
+			Cloud:       m.cfg.Cloud,
+			ClusterName: m.cfg.ClusterName,
+			Workers:     t.LBCWorkers,
+			Logger:      m.cfg.Logger,
+		}, factory)
+		if err != nil {
+			return nil, err
+		}
+		return c.Run, nil
+	}
+	return nil, fmt.Errorf("%w %q", ErrUnknownController, name)
+}

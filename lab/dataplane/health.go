@@ -1,0 +1,169 @@
+package dataplane
+
+import (
+	"fmt"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/ccmlab/ccmlab/lab/cloud"
+)
+
+// The load balancer's health checks are computed from the same objects
+// kube-proxy would answer from, not probed over the network: the answer is
+// the same and it never flakes. The result goes to the cloud with
+// SetTargetHealth, where the Service controller, the page and the load
+// balancer's own target choice (pickTarget) read it.
+
+// reasonNoLocalEndpoints is the reason a node fails the healthCheckNodePort
+// check of an externalTrafficPolicy Local Service.
+const reasonNoLocalEndpoints = "no local endpoints"
+
+// HealthCheckAnswer is what kube-proxy answers on a Service's
+// healthCheckNodePort: JSON with the number of ready endpoints on this
+// node, with status 200 when there is at least one and 503 otherwise.
+type HealthCheckAnswer struct {
+	Status  int `json:"-"`
+	Service struct {
+		Namespace string `json:"namespace"`
+		Name      string `json:"name"`
+	} `json:"service"`
+	LocalEndpoints      int  `json:"localEndpoints"`
+	ServiceProxyHealthy bool `json:"serviceProxyHealthy"`
+}
+
+// healthCheckNodePort is kube-proxy on node answering on port; ok is false
+// when no Service has that healthCheckNodePort (nothing listens there).
+func (e *env) healthCheckNodePort(node *v1.Node, port int32) (HealthCheckAnswer, bool) {
+	var a HealthCheckAnswer
+	svc := e.cluster.serviceByHealthCheckNodePort(port)
+	if svc == nil || node == nil {
+		return a, false
+	}
+	a.Service.Namespace, a.Service.Name = svc.Namespace, svc.Name
+	a.LocalEndpoints = localReadyEndpoints(svc, e.cluster.endpointSlices(svc.Namespace, svc.Name), node.Name)
+	a.ServiceProxyHealthy = true
+	a.Status = 200
+	if a.LocalEndpoints == 0 {
+		a.Status = 503
+	}
+	return a, true
+}
+
+// targetHealth is what a health check of target t of lb (made for svc,
+// which may be nil) finds. ok is false when the health is not the data
+// plane's to judge: the cloud itself marks targets on stopped instances
+// "unused", as ELB does.
+func (e *env) targetHealth(lb *cloud.LoadBalancer, svc *v1.Service, t cloud.Target) (h cloud.TargetHealth, reason string, ok bool) {
+	if t.Health == cloud.TargetUnused {
+		return "", "", false
+	}
+	if lb.TargetType == cloud.TargetTypeIP {
+		pod := e.cluster.podByIP(t.ID)
+		var podNode *v1.Node
+		if pod != nil {
+			podNode = e.cluster.node(pod.Spec.NodeName)
+		}
+		if how, reachable := e.reach(nil, t.ID, podNode); !reachable {
+			return cloud.TargetUnhealthy, how, true
+		}
+		if e.readyEndpointIP(svc, t.ID) {
+			return cloud.TargetHealthy, "", true
+		}
+		return cloud.TargetUnhealthy, fmt.Sprintf("no ready endpoint has IP %s", t.ID), true
+	}
+
+	inst := e.cloud.instByID[t.ID]
+	if inst == nil || inst.State != cloud.InstanceRunning {
+		return "", "", false
+	}
+	node := e.nodeForInstance(inst)
+	if node == nil {
+		return cloud.TargetUnhealthy, fmt.Sprintf("instance %s has no Node", t.ID), true
+	}
+	if hc := lb.HealthCheck; hc != nil && strings.HasPrefix(strings.ToUpper(hc.Protocol), "HTTP") {
+		if a, found := e.healthCheckNodePort(node, hc.Port); found {
+			if a.LocalEndpoints > 0 {
+				return cloud.TargetHealthy, "", true
+			}
+			return cloud.TargetUnhealthy, reasonNoLocalEndpoints, true
+		}
+		if s, _ := e.cluster.serviceByNodePort(hc.Port, v1.ProtocolTCP); s == nil {
+			return cloud.TargetUnhealthy, fmt.Sprintf("nothing answers on port %d of node %s", hc.Port, node.Name), true
+		}
+		// An HTTP check on a traffic NodePort: any node forwards it, as
+		// with a TCP check.
+	}
+	// kube-proxy answers on a NodePort on every node, so a TCP check only
+	// fails when the node itself is down.
+	if !nodeReady(node) {
+		return cloud.TargetUnhealthy, fmt.Sprintf("node %s is not Ready", node.Name), true
+	}
+	return cloud.TargetHealthy, "", true
+}
+
+// readyEndpointIP reports whether ip is a ready endpoint of svc, or, when
+// the Service is unknown, a ready Pod.
+func (e *env) readyEndpointIP(svc *v1.Service, ip string) bool {
+	if svc != nil {
+		sl := e.cluster.endpointSlices(svc.Namespace, svc.Name)
+		for _, sp := range svc.Spec.Ports {
+			for _, ep := range serviceEndpoints(sp, sl) {
+				if ep.IP == ip && ep.Ready {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	pod := e.cluster.podByIP(ip)
+	if pod == nil {
+		return false
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == v1.PodReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// healthChange is one SetTargetHealth call to make.
+type healthChange struct {
+	LB     string
+	Target string
+	Port   int32
+	Health cloud.TargetHealth
+	Reason string
+}
+
+// healthChanges lists the targets whose computed health differs from what
+// the cloud records, so the cloud is only told about changes.
+func (e *env) healthChanges() []healthChange {
+	var out []healthChange
+	for i := range e.cloud.lbs {
+		lb := &e.cloud.lbs[i]
+		svc := e.serviceForLB(lb)
+		for _, t := range lb.Targets {
+			h, reason, ok := e.targetHealth(lb, svc, t)
+			if ok && (h != t.Health || reason != t.Reason) {
+				out = append(out, healthChange{LB: lb.Name, Target: t.ID, Port: t.Port, Health: h, Reason: reason})
+			}
+		}
+	}
+	return out
+}
+
+// checkHealth runs one round of health checks against the cloud view cv.
+func (d *Dataplane) checkHealth(cv *cloudView) {
+	e := d.envFor(cv)
+	for _, c := range e.healthChanges() {
+		if err := d.cfg.Cloud.SetTargetHealth(c.LB, c.Target, c.Port, c.Health, c.Reason); err != nil {
+			// The target or load balancer went away since the snapshot;
+			// the next round works from a fresh one.
+			d.log.Debug("setting target health", "lb", c.LB, "target", c.Target, "port", c.Port, "err", err)
+			continue
+		}
+		d.log.Debug("target health changed", "lb", c.LB, "target", c.Target, "port", c.Port, "health", c.Health, "reason", c.Reason)
+	}
+}

@@ -1,0 +1,143 @@
+package dataplane
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+
+	"github.com/ccmlab/ccmlab/lab/cloud"
+)
+
+func TestTargetHealth(t *testing.T) {
+	httpCheck := &cloud.HealthCheck{Protocol: "HTTP", Port: 32000, Path: "/healthz"}
+	tcpCheck := &cloud.HealthCheck{Protocol: "TCP", Port: 30080}
+	tests := []struct {
+		name       string
+		policy     v1.ServiceExternalTrafficPolicy
+		check      *cloud.HealthCheck
+		mutate     func(w *world)
+		lbType     cloud.TargetType
+		target     cloud.Target
+		want       cloud.TargetHealth
+		reasonHas  string
+		notJudged  bool
+		wantReason string
+	}{
+		{name: "HTTP healthCheckNodePort, node with a local ready Pod", policy: local, check: httpCheck,
+			target: cloud.Target{ID: instB, Port: 30080}, want: cloud.TargetHealthy},
+		{name: "HTTP healthCheckNodePort, node without local Pods", policy: local, check: httpCheck,
+			target: cloud.Target{ID: instA, Port: 30080}, want: cloud.TargetUnhealthy, wantReason: reasonNoLocalEndpoints},
+		{name: "HTTP healthCheckNodePort, local Pod not ready", policy: local, check: httpCheck,
+			mutate: func(w *world) {
+				w.objs.slices = []*discoveryv1.EndpointSlice{testSlice("web-1", ep{w.podByName("web-b"), "notready"})}
+			},
+			target: cloud.Target{ID: instB, Port: 30080}, want: cloud.TargetUnhealthy, wantReason: reasonNoLocalEndpoints},
+		{name: "HTTP check on a port nothing answers", policy: local, check: &cloud.HealthCheck{Protocol: "HTTP", Port: 31234},
+			target: cloud.Target{ID: instB, Port: 30080}, want: cloud.TargetUnhealthy, reasonHas: "nothing answers on port 31234"},
+		{name: "TCP check, Ready node without Pods", policy: cluster, check: tcpCheck,
+			target: cloud.Target{ID: instA, Port: 30080}, want: cloud.TargetHealthy},
+		{name: "no check configured: TCP on the target", policy: cluster,
+			target: cloud.Target{ID: instC, Port: 30080}, want: cloud.TargetHealthy},
+		{name: "TCP check, NotReady node", policy: cluster, check: tcpCheck,
+			mutate: func(w *world) { w.objs.nodeList[0] = testNode(nodeA, ipA, instA, "10.244.0.0/24", false) },
+			target: cloud.Target{ID: instA, Port: 30080}, want: cloud.TargetUnhealthy, reasonHas: "is not Ready"},
+		{name: "instance without a Node", policy: cluster, check: tcpCheck,
+			mutate: func(w *world) { w.objs.nodeList = w.objs.nodeList[1:] },
+			target: cloud.Target{ID: instA, Port: 30080}, want: cloud.TargetUnhealthy, reasonHas: "has no Node"},
+		{name: "stopped instance: the cloud's call", policy: cluster, check: tcpCheck,
+			mutate: func(w *world) { w.state.Instances[0].State = cloud.InstanceStopped },
+			target: cloud.Target{ID: instA, Port: 30080}, notJudged: true},
+		{name: "unused target: the cloud's call", policy: cluster, check: tcpCheck,
+			target: cloud.Target{ID: instA, Port: 30080, Health: cloud.TargetUnused}, notJudged: true},
+		{name: "ip target with a ready endpoint", policy: cluster, lbType: cloud.TargetTypeIP,
+			target: cloud.Target{ID: podBIP, Port: 8080}, want: cloud.TargetHealthy},
+		{name: "ip target whose endpoint is not ready", policy: cluster, lbType: cloud.TargetTypeIP,
+			mutate: func(w *world) {
+				w.objs.slices = []*discoveryv1.EndpointSlice{testSlice("web-1", ep{w.podByName("web-b"), "notready"})}
+			},
+			target: cloud.Target{ID: podBIP, Port: 8080}, want: cloud.TargetUnhealthy, reasonHas: "no ready endpoint has IP"},
+		{name: "ip target the VPC cannot reach", policy: cluster, lbType: cloud.TargetTypeIP,
+			mutate: func(w *world) { w.state.Routes = nil },
+			target: cloud.Target{ID: podBIP, Port: 8080}, want: cloud.TargetUnhealthy, reasonHas: "cannot reach"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := baseWorld(tc.policy)
+			w.objs.slices = []*discoveryv1.EndpointSlice{testSlice("web-1", ep{w.podByName("web-b"), "ready"})}
+			if tc.mutate != nil {
+				tc.mutate(w)
+			}
+			lb := cloud.LoadBalancer{Name: "aweb", TargetType: cloud.TargetTypeInstance, HealthCheck: tc.check,
+				Listeners: []cloud.Listener{{Protocol: "TCP", Port: 80, TargetPort: 30080}}}
+			if tc.lbType != "" {
+				lb.TargetType = tc.lbType
+			}
+			e := w.dataplane(t).env()
+			svc := w.objs.services[0]
+			h, reason, ok := e.targetHealth(&lb, svc, tc.target)
+			if tc.notJudged {
+				if ok {
+					t.Errorf("judged %s (%s), want it left to the cloud", h, reason)
+				}
+				return
+			}
+			if !ok || h != tc.want {
+				t.Errorf("health = %s (%q, judged %v), want %s", h, reason, ok, tc.want)
+			}
+			if tc.wantReason != "" && reason != tc.wantReason {
+				t.Errorf("reason = %q, want %q", reason, tc.wantReason)
+			}
+			if !strings.Contains(reason, tc.reasonHas) {
+				t.Errorf("reason = %q, want it to contain %q", reason, tc.reasonHas)
+			}
+			if h == cloud.TargetHealthy && reason != "" {
+				t.Errorf("healthy with reason %q", reason)
+			}
+		})
+	}
+}
+
+// TestHealthChanges: only targets whose health differs from what the cloud
+// records are reported, so the cloud is not told the same thing twice.
+func TestHealthChanges(t *testing.T) {
+	w := baseWorld(local)
+	w.objs.slices = []*discoveryv1.EndpointSlice{testSlice("web-1", ep{w.podByName("web-b"), "ready"})}
+	lb := instanceLB(cloud.TargetInitial, cloud.TargetHealthy, cloud.TargetUnhealthy)
+	lb.HealthCheck = &cloud.HealthCheck{Protocol: "HTTP", Port: 32000, Path: "/healthz"}
+	lb.Targets[2].Reason = reasonNoLocalEndpoints
+	w.state.LoadBalancers = []cloud.LoadBalancer{lb}
+	got := w.dataplane(t).env().healthChanges()
+	want := []healthChange{{LB: "aweb", Target: instA, Port: 30080, Health: cloud.TargetUnhealthy, Reason: reasonNoLocalEndpoints}}
+	if len(got) != 1 || got[0] != want[0] {
+		t.Errorf("changes = %+v, want %+v", got, want)
+	}
+}
+
+func TestHealthCheckNodePortAnswer(t *testing.T) {
+	w := baseWorld(local)
+	w.objs.slices = []*discoveryv1.EndpointSlice{testSlice("web-1", ep{w.podByName("web-b"), "ready"})}
+	d := w.dataplane(t)
+	for _, tc := range []struct {
+		node   string
+		status int
+		json   string
+	}{
+		{nodeB, 200, `{"service":{"namespace":"default","name":"web"},"localEndpoints":1,"serviceProxyHealthy":true}`},
+		{nodeA, 503, `{"service":{"namespace":"default","name":"web"},"localEndpoints":0,"serviceProxyHealthy":true}`},
+	} {
+		a, err := d.HealthCheckNodePort(tc.node, 32000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(a)
+		if a.Status != tc.status || string(b) != tc.json {
+			t.Errorf("%s: %d %s, want %d %s", tc.node, a.Status, b, tc.status, tc.json)
+		}
+	}
+	if _, err := d.HealthCheckNodePort(nodeA, 30080); !IsReason(err, ReasonNoNodePort) {
+		t.Errorf("NodePort as healthCheckNodePort: %v", err)
+	}
+}

@@ -1,0 +1,169 @@
+package dataplane
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// A simulated load balancer has no address anyone can connect to, so every
+// TCP listener of every load balancer in the cloud gets a real port on
+// ListenHost. It speaks HTTP, which is what students send with curl; the
+// answer comes from the Pod the request was routed to, and the trace ID
+// travels in the X-Ccmlab-Trace header so the page can show that request's
+// way. UDP listeners get no port: HTTP does not run over them.
+
+type listenerKey struct {
+	lb   string
+	port int32
+}
+
+type lbListener struct {
+	key  listenerKey
+	addr string
+	srv  *http.Server
+}
+
+// ListenerInfo is one open listener: traffic to Address reaches listener
+// Port of load balancer LB.
+type ListenerInfo struct {
+	LB      string `json:"lb"`
+	Port    int32  `json:"port"`
+	Address string `json:"address"` // e.g. "127.0.0.1:41234"
+}
+
+// Listeners lists the open listeners by load balancer and port.
+func (d *Dataplane) Listeners() []ListenerInfo {
+	d.lmu.Lock()
+	out := make([]ListenerInfo, 0, len(d.listeners))
+	for k, l := range d.listeners {
+		out = append(out, ListenerInfo{LB: k.lb, Port: k.port, Address: l.addr})
+	}
+	d.lmu.Unlock()
+	slices.SortFunc(out, func(a, b ListenerInfo) int {
+		return cmp.Or(strings.Compare(a.LB, b.LB), cmp.Compare(a.Port, b.Port))
+	})
+	return out
+}
+
+// syncListeners opens a listener for every TCP listener in cv that has
+// none and closes those whose load balancer or listener is gone. A port
+// that fails to open is retried at the next sync.
+func (d *Dataplane) syncListeners(cv *cloudView) {
+	want := map[listenerKey]bool{}
+	for _, lb := range cv.lbs {
+		for _, l := range lb.Listeners {
+			if protoOf(v1.Protocol(l.Protocol)) == v1.ProtocolTCP {
+				want[listenerKey{lb.Name, l.Port}] = true
+			}
+		}
+	}
+	d.lmu.Lock()
+	defer d.lmu.Unlock()
+	if d.closed {
+		return
+	}
+	for k, l := range d.listeners {
+		if !want[k] {
+			d.closeListener(l)
+			delete(d.listeners, k)
+		}
+	}
+	for k := range want {
+		if _, ok := d.listeners[k]; ok {
+			continue
+		}
+		l, err := d.openListener(k)
+		if err != nil {
+			d.log.Warn("cannot open load balancer listener", "lb", k.lb, "port", k.port, "err", err)
+			continue
+		}
+		d.listeners[k] = l
+		d.log.Info("load balancer listener open", "lb", k.lb, "port", k.port, "address", l.addr)
+	}
+}
+
+func (d *Dataplane) openListener(k listenerKey) (*lbListener, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(d.cfg.ListenHost, "0"))
+	if err != nil {
+		return nil, err
+	}
+	srv := &http.Server{
+		Handler:           d.handler(k),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(d.log.Handler(), slog.LevelDebug),
+	}
+	d.serving.Add(1)
+	go func() {
+		defer d.serving.Done()
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			d.log.Warn("load balancer listener stopped", "lb", k.lb, "port", k.port, "err", err)
+		}
+	}()
+	return &lbListener{key: k, addr: ln.Addr().String(), srv: srv}, nil
+}
+
+func (d *Dataplane) closeListener(l *lbListener) {
+	// Close, not Shutdown: a load balancer that is deleted drops its
+	// connections; it does not drain them.
+	_ = l.srv.Close()
+	d.log.Info("load balancer listener closed", "lb", l.key.lb, "port", l.key.port, "address", l.addr)
+}
+
+// closeListeners closes every listener for good and waits for their
+// servers to stop.
+func (d *Dataplane) closeListeners() {
+	d.lmu.Lock()
+	d.closed = true
+	for k, l := range d.listeners {
+		d.closeListener(l)
+		delete(d.listeners, k)
+	}
+	d.lmu.Unlock()
+	d.serving.Wait()
+}
+
+// handler serves one listener: the connection is one request through the
+// load balancer, routed exactly as Do routes a simulated one.
+func (d *Dataplane) handler(k listenerKey) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req := Request{Kind: KindLoadBalancer, LB: k.lb, Port: k.port, ClientIP: hostOnly(r.RemoteAddr)}
+		tr, ans, err := d.route(req, r.Method, r.URL.RequestURI())
+		if err != nil {
+			// The load balancer or listener went away between the accept
+			// and the request; its port is about to close.
+			tr.Kind, tr.LB = KindLoadBalancer, k.lb
+			tr.fail(http.StatusServiceUnavailable, err.Error())
+			ans = failureAnswer(tr)
+		}
+		d.traces.add(tr)
+		h := w.Header()
+		for name, vals := range ans.header {
+			h[name] = vals
+		}
+		h.Set(TraceHeader, tr.ID)
+		h.Set("Content-Length", strconv.Itoa(len(ans.body)))
+		w.WriteHeader(ans.status)
+		if r.Method != http.MethodHead {
+			_, _ = w.Write(ans.body)
+		}
+	})
+}
+
+// failureAnswer is what the client gets when the request reached no Pod:
+// the status, and in the body why, so that curl alone explains it.
+func failureAnswer(tr Trace) answer {
+	h := http.Header{}
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	body := fmt.Sprintf("ccmlab: %d %s\n%s\ntrace: %s\n", tr.Status, http.StatusText(tr.Status), tr.Error, tr.ID)
+	return answer{status: tr.Status, header: h, body: []byte(body)}
+}

@@ -1,0 +1,166 @@
+package dataplane
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Request kinds: where a request enters the network.
+const (
+	KindLoadBalancer = "loadbalancer" // at a load balancer listener
+	KindNodePort     = "nodeport"     // at a node's NodePort
+	KindClusterIP    = "clusterip"    // at a Service's ClusterIP, from inside the cluster
+)
+
+// Hop kinds, in the order a packet can meet them.
+const (
+	HopClient   = "client"   // the sender
+	HopLB       = "lb"       // the load balancer picks a target
+	HopNode     = "node"     // the packet reaches a node
+	HopNodePort = "nodeport" // kube-proxy's NodePort rule matches
+	HopDNAT     = "dnat"     // kube-proxy rewrites the destination to a Pod (and maybe the source)
+	HopForward  = "forward"  // the extra hop to the node where the Pod runs
+	HopPod      = "pod"      // the Pod receives the request
+)
+
+// Traffic policies as traces show them.
+const (
+	PolicyCluster = "Cluster"
+	PolicyLocal   = "Local"
+)
+
+// Hop is one step of a packet's way.
+type Hop struct {
+	Kind    string `json:"kind"`
+	Node    string `json:"node,omitempty"`
+	Address string `json:"address,omitempty"`
+	Detail  string `json:"detail"`
+}
+
+// Trace is one request's way through the lab's network and how it ended.
+// Status is the HTTP status the client got: the Pod's answer, or 502
+// (connection refused: nothing answers there), 503 (no healthy target, or a
+// Service with no endpoints, which kube-proxy rejects) or 504 (the packet
+// was dropped, which a real client sees as a timeout).
+type Trace struct {
+	ID       string    `json:"id"`
+	Time     time.Time `json:"time"`
+	Kind     string    `json:"kind"`
+	LB       string    `json:"lb,omitempty"`
+	Service  string    `json:"service,omitempty"` // namespace/name
+	ClientIP string    `json:"clientIP"`
+	Hops     []Hop     `json:"hops"`
+	// EntryNode is where the packet entered the cluster: the load balancer's
+	// target node, the node whose NodePort was hit, or the client's node.
+	EntryNode string `json:"entryNode,omitempty"`
+	Pod       string `json:"pod,omitempty"` // namespace/name
+	PodNode   string `json:"podNode,omitempty"`
+	PodIP     string `json:"podIP,omitempty"`
+	// ExtraHop: the Pod runs on another node than EntryNode, so the packet
+	// crossed the network once more.
+	ExtraHop          bool   `json:"extraHop"`
+	SourceIPSeenByPod string `json:"sourceIPSeenByPod,omitempty"`
+	Policy            string `json:"policy,omitempty"`     // Cluster or Local
+	TargetType        string `json:"targetType,omitempty"` // instance or ip, for load balancer traffic
+	Status            int    `json:"status"`
+	Error             string `json:"error,omitempty"`
+}
+
+func (t *Trace) hop(h Hop) { t.Hops = append(t.Hops, h) }
+
+// fail ends the trace: the packet goes no further.
+func (t *Trace) fail(status int, msg string) {
+	t.Status, t.Error = status, msg
+}
+
+func (t Trace) clone() Trace {
+	t.Hops = slices.Clone(t.Hops)
+	return t
+}
+
+// Outcome statuses for requests that do not reach a Pod.
+const (
+	statusRefused  = 502
+	statusRejected = 503
+	statusDropped  = 504
+)
+
+// newTraceID is random rather than a counter so IDs stay unique across
+// restarts of the lab, where the page may still show older traces.
+func newTraceID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand never fails; it panics instead
+	return hex.EncodeToString(b[:])
+}
+
+// traceLog keeps the last traces in a ring and fans new ones out. Sending
+// never blocks: a subscriber that does not keep up misses traces, so one
+// slow browser cannot stall the network.
+type traceLog struct {
+	mu   sync.Mutex
+	ring []Trace
+	next int // where the next trace goes
+	full bool
+	subs map[int]chan Trace
+	seq  int
+}
+
+func newTraceLog(size int) *traceLog {
+	return &traceLog{ring: make([]Trace, size), subs: map[int]chan Trace{}}
+}
+
+func (l *traceLog) add(t Trace) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ring[l.next] = t
+	l.next = (l.next + 1) % len(l.ring)
+	if l.next == 0 {
+		l.full = true
+	}
+	for _, ch := range l.subs {
+		select {
+		case ch <- t.clone():
+		default:
+		}
+	}
+}
+
+// list returns the kept traces, oldest first.
+func (l *traceLog) list() []Trace {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []Trace
+	if l.full {
+		out = make([]Trace, 0, len(l.ring))
+		for _, t := range l.ring[l.next:] {
+			out = append(out, t.clone())
+		}
+	} else {
+		out = make([]Trace, 0, l.next)
+	}
+	for _, t := range l.ring[:l.next] {
+		out = append(out, t.clone())
+	}
+	return out
+}
+
+func (l *traceLog) subscribe(buf int) (<-chan Trace, func()) {
+	ch := make(chan Trace, max(buf, 1))
+	l.mu.Lock()
+	id := l.seq
+	l.seq++
+	l.subs[id] = ch
+	l.mu.Unlock()
+	var once sync.Once
+	return ch, func() {
+		once.Do(func() {
+			l.mu.Lock()
+			delete(l.subs, id)
+			close(ch)
+			l.mu.Unlock()
+		})
+	}
+}
