@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+	"github.com/coder/websocket/wsjson"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -55,6 +57,7 @@ func freeAddr(t *testing.T) string {
 
 // process is a running ccmlab.
 type process struct {
+	addr   string
 	cmd    *exec.Cmd
 	out    *bytes.Buffer
 	ready  chan string // the kubeconfig path from the ready line
@@ -63,10 +66,11 @@ type process struct {
 
 func startProcess(t *testing.T, dataDir string, args ...string) *process {
 	t.Helper()
-	args = append([]string{"--data-dir", dataDir, "--listen", freeAddr(t)}, args...)
+	addr := freeAddr(t)
+	args = append([]string{"--data-dir", dataDir, "--listen", addr}, args...)
 	cmd := exec.Command(binary, args...)
 	pr, pw := io.Pipe()
-	l := &process{cmd: cmd, out: &bytes.Buffer{}, stderr: &bytes.Buffer{}, ready: make(chan string, 1)}
+	l := &process{addr: addr, cmd: cmd, out: &bytes.Buffer{}, stderr: &bytes.Buffer{}, ready: make(chan string, 1)}
 	cmd.Stdout = pw
 	cmd.Stderr = l.stderr
 	if err := cmd.Start(); err != nil {
@@ -143,12 +147,47 @@ func TestRestartKeepsObjects(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ccmlab kubectl: %v\n%s", err, out)
 	}
+
+	// A page connected to the live stream is told goodbye on SIGTERM, so it
+	// shows "reconnecting" rather than an error.
+	ws, _, err := websocket.Dial(ctx, "ws://"+l.addr+"/ws", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	var first struct {
+		Type string `json:"type"`
+		Data struct {
+			Epoch string `json:"epoch"`
+			Nodes []any  `json:"nodes"`
+		} `json:"data"`
+	}
+	if err := wsjson.Read(ctx, ws, &first); err != nil || first.Type != "snapshot" || first.Data.Epoch == "" {
+		t.Fatalf("first websocket message = %+v, %v; want a snapshot with an epoch", first, err)
+	}
+	byeSeen := make(chan bool, 1)
+	go func() {
+		for {
+			var m struct{ Type string }
+			if err := wsjson.Read(ctx, ws, &m); err != nil {
+				byeSeen <- false
+				return
+			}
+			if m.Type == "bye" {
+				byeSeen <- true
+				return
+			}
+		}
+	}()
 	for _, ns := range []string{"default", "kube-node-lease", "kube-public", "kube-system"} {
 		if !strings.Contains(string(out), "namespace/"+ns) {
 			t.Errorf("ccmlab kubectl get ns lacks %s:\n%s", ns, out)
 		}
 	}
 	l.stop(t)
+	if !<-byeSeen {
+		t.Error("the websocket closed without a bye message")
+	}
 
 	startProcess(t, dataDir)
 	got, err := clientFor(t, dataDir).CoreV1().ConfigMaps("default").Get(ctx, "survivor", metav1.GetOptions{})
@@ -197,6 +236,11 @@ func TestBadInput(t *testing.T) {
 		{"listen without port", []string{"--listen", "localhost"}, "missing port"},
 		{"negative nodes", []string{"--nodes", "-1"}, "--nodes -1"},
 		{"stray argument", []string{"serve", "extra"}, "unknown command"},
+		{"unknown profile", []string{"--profile", "gcp"}, `unknown profile "gcp"`},
+		{"unknown controller", []string{"--controllers", "node,bogus"}, `unknown controller "bogus"`},
+		{"controller absent in profile", []string{"--profile", "kubevirt", "--controllers", "service"}, "the kubevirt profile has no service controller"},
+		{"unknown add-on", []string{"--addons", "istio"}, "unknown add-on"},
+		{"exposed without token", []string{"--listen", "0.0.0.0:0"}, "set --token"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
