@@ -41,7 +41,7 @@ func (e *env) healthCheckNodePort(node *v1.Node, port int32) (HealthCheckAnswer,
 		return a, false
 	}
 	a.Service.Namespace, a.Service.Name = svc.Namespace, svc.Name
-	a.LocalEndpoints = localReadyEndpoints(svc, e.cluster.endpointSlices(svc.Namespace, svc.Name), node.Name)
+	a.LocalEndpoints = e.localCounts(svc)[node.Name]
 	a.ServiceProxyHealthy = true
 	a.Status = 200
 	if a.LocalEndpoints == 0 {
@@ -106,15 +106,7 @@ func (e *env) targetHealth(lb *cloud.LoadBalancer, svc *v1.Service, t cloud.Targ
 // the Service is unknown, a ready Pod.
 func (e *env) readyEndpointIP(svc *v1.Service, ip string) bool {
 	if svc != nil {
-		sl := e.cluster.endpointSlices(svc.Namespace, svc.Name)
-		for _, sp := range svc.Spec.Ports {
-			for _, ep := range serviceEndpoints(sp, sl) {
-				if ep.IP == ip && ep.Ready {
-					return true
-				}
-			}
-		}
-		return false
+		return e.readyIPs(svc)[ip]
 	}
 	pod := e.cluster.podByIP(ip)
 	if pod == nil {
@@ -126,6 +118,32 @@ func (e *env) readyEndpointIP(svc *v1.Service, ip string) bool {
 		}
 	}
 	return false
+}
+
+func (e *env) localCounts(svc *v1.Service) map[string]int {
+	if e.memo == nil {
+		return localReadyCounts(svc, e.cluster.endpointSlices(svc.Namespace, svc.Name))
+	}
+	k := svcKey(svc)
+	c, ok := e.memo.local[k]
+	if !ok {
+		c = localReadyCounts(svc, e.cluster.endpointSlices(svc.Namespace, svc.Name))
+		e.memo.local[k] = c
+	}
+	return c
+}
+
+func (e *env) readyIPs(svc *v1.Service) map[string]bool {
+	if e.memo == nil {
+		return readyIPs(svc, e.cluster.endpointSlices(svc.Namespace, svc.Name))
+	}
+	k := svcKey(svc)
+	r, ok := e.memo.ready[k]
+	if !ok {
+		r = readyIPs(svc, e.cluster.endpointSlices(svc.Namespace, svc.Name))
+		e.memo.ready[k] = r
+	}
+	return r
 }
 
 // healthChange is one SetTargetHealth call to make.
@@ -140,6 +158,8 @@ type healthChange struct {
 // healthChanges lists the targets whose computed health differs from what
 // the cloud records, so the cloud is only told about changes.
 func (e *env) healthChanges() []healthChange {
+	e.memo = &roundMemo{local: map[string]map[string]int{}, ready: map[string]map[string]bool{}}
+	defer func() { e.memo = nil }()
 	var out []healthChange
 	for i := range e.cloud.lbs {
 		lb := &e.cloud.lbs[i]

@@ -115,6 +115,15 @@ type env struct {
 	overlay bool
 	// pick chooses one of n candidates for the round-robin counter key.
 	pick func(key string, n int) int
+	// memo, when set, caches per-Service summaries for one health round,
+	// in which every node target of a load balancer asks about the same
+	// Service.
+	memo *roundMemo
+}
+
+type roundMemo struct {
+	local map[string]map[string]int  // Service -> node -> ready endpoints
+	ready map[string]map[string]bool // Service -> ready endpoint IPs
 }
 
 // instanceForNode is the cloud instance behind a Node: by the instance ID
@@ -334,19 +343,39 @@ func usableEndpoints(eps []endpoint, local bool, node string) []endpoint {
 	return terminating
 }
 
-// localReadyEndpoints counts the ready endpoints of svc on node, over all
-// its ports: the number kube-proxy's healthCheckNodePort server reports as
-// "localEndpoints".
-func localReadyEndpoints(svc *v1.Service, sl []*discoveryv1.EndpointSlice, node string) int {
-	ips := map[string]bool{}
+// localReadyCounts counts the ready endpoints of svc per node, over all its
+// ports: per node, the number kube-proxy's healthCheckNodePort server
+// reports as "localEndpoints".
+func localReadyCounts(svc *v1.Service, sl []*discoveryv1.EndpointSlice) map[string]int {
+	ips := map[string]map[string]bool{}
 	for _, sp := range svc.Spec.Ports {
 		for _, ep := range serviceEndpoints(sp, sl) {
-			if ep.Ready && ep.Node == node {
-				ips[ep.IP] = true
+			if ep.Ready && ep.Node != "" {
+				if ips[ep.Node] == nil {
+					ips[ep.Node] = map[string]bool{}
+				}
+				ips[ep.Node][ep.IP] = true
 			}
 		}
 	}
-	return len(ips)
+	out := make(map[string]int, len(ips))
+	for n, set := range ips {
+		out[n] = len(set)
+	}
+	return out
+}
+
+// readyIPs is the set of ready endpoint IPs of svc, over all its ports.
+func readyIPs(svc *v1.Service, sl []*discoveryv1.EndpointSlice) map[string]bool {
+	out := map[string]bool{}
+	for _, sp := range svc.Spec.Ports {
+		for _, ep := range serviceEndpoints(sp, sl) {
+			if ep.Ready {
+				out[ep.IP] = true
+			}
+		}
+	}
+	return out
 }
 
 func externalPolicy(s *v1.Service) string {
@@ -480,7 +509,7 @@ func (e *env) routeLoadBalancer(tr *Trace, lb *cloud.LoadBalancer, l cloud.Liste
 		return reached{}
 	}
 	if lb.TargetType == cloud.TargetTypeIP {
-		return e.routeIPTarget(tr, svc, front, detail, t)
+		return e.routeIPTarget(tr, front, detail, t)
 	}
 
 	inst := e.cloud.instByID[t.ID]
@@ -503,7 +532,7 @@ func (e *env) routeLoadBalancer(tr *Trace, lb *cloud.LoadBalancer, l cloud.Liste
 // routeIPTarget is ip mode: the load balancer sends straight to a Pod IP,
 // with no NodePort and no kube-proxy in between. That only works when the
 // VPC can reach Pod IPs.
-func (e *env) routeIPTarget(tr *Trace, svc *v1.Service, front, detail string, t cloud.Target) reached {
+func (e *env) routeIPTarget(tr *Trace, front, detail string, t cloud.Target) reached {
 	pod := e.cluster.podByIP(t.ID)
 	podNode := ""
 	if pod != nil {
@@ -511,9 +540,8 @@ func (e *env) routeIPTarget(tr *Trace, svc *v1.Service, front, detail string, t 
 	}
 	how, ok := e.reach(nil, t.ID, e.cluster.node(podNode))
 	tr.hop(Hop{Kind: HopLB, Node: podNode, Address: front, Detail: detail + "; " + how})
-	if svc != nil {
-		tr.Policy = externalPolicy(svc)
-	}
+	// No Policy: externalTrafficPolicy is kube-proxy's, and ip mode
+	// bypasses kube-proxy.
 	if !ok {
 		tr.fail(statusDropped, how)
 		return reached{}
@@ -645,19 +673,16 @@ func (e *env) deliver(tr *Trace, from *v1.Node, ep endpoint, src string) reached
 	return reached{pod: pod, port: ep.Port}
 }
 
-// podFor is the Pod that receives packets for ep: whoever has the IP now
-// (an endpoint can be stale), else the Pod the endpoint names, if its IP
-// is not known to differ.
+// podFor is the Pod that receives packets for ep: the Pod the endpoint
+// names while it still has that IP, else whoever has the IP now (an
+// endpoint can be stale, and a deleted Pod's IP can be reused).
 func (e *env) podFor(ep endpoint) *v1.Pod {
-	if p := e.cluster.podByIP(ep.IP); p != nil {
-		return p
-	}
 	if ep.PodName != "" {
 		if p := e.cluster.pod(ep.PodNS, ep.PodName); p != nil && (p.Status.PodIP == "" || p.Status.PodIP == ep.IP) {
 			return p
 		}
 	}
-	return nil
+	return e.cluster.podByIP(ep.IP)
 }
 
 // reach says how a packet for Pod IP ip (on node to) gets there from node

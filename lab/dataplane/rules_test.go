@@ -103,7 +103,9 @@ func TestNodePortRouting(t *testing.T) {
 		},
 		{
 			name: "Cluster, only not-ready endpoints: rejected", policy: cluster,
-			eps:   func(w *world) []ep { return []ep{{w.podByName("web-a"), "notready"}, {w.podByName("web-b"), "notready"}} },
+			eps: func(w *world) []ep {
+				return []ep{{w.podByName("web-a"), "notready"}, {w.podByName("web-b"), "notready"}}
+			},
 			entry: nodeA,
 			want:  want{status: statusRejected, errHas: "no ready endpoints"},
 		},
