@@ -94,7 +94,7 @@ func (k *kubelet) start(parent context.Context) {
 	done := make(chan struct{})
 	k.ctx, k.cancel, k.done = ctx, cancel, done
 	k.bootID = string(uuid.NewUUID()) // a new boot, as after a real VM start
-	k.log.Info("kubelet starting")
+	k.log.Debug("kubelet starting")
 	go func() {
 		defer close(done)
 		k.run(ctx)
@@ -115,7 +115,7 @@ func (k *kubelet) stop() <-chan struct{} {
 	k.cancel()
 	done := k.done
 	k.ctx, k.cancel, k.done = nil, nil, nil
-	k.log.Info("kubelet stopped")
+	k.log.Debug("kubelet stopped")
 	return done
 }
 
@@ -198,7 +198,7 @@ func (k *kubelet) register(ctx context.Context) error {
 	switch {
 	case err == nil:
 		k.nodeUID = created.UID
-		k.log.Info("registered node")
+		k.log.Debug("registered node")
 	case apierrors.IsAlreadyExists(err):
 		existing, err := nodes.Get(ctx, k.name, metav1.GetOptions{})
 		if err != nil {
@@ -208,7 +208,7 @@ func (k *kubelet) register(ctx context.Context) error {
 			return fmt.Errorf("updating existing node: %w", err)
 		}
 		k.nodeUID = existing.UID
-		k.log.Info("node already registered; resuming")
+		k.log.Debug("node already registered; resuming")
 	default:
 		return fmt.Errorf("creating node: %w", err)
 	}
@@ -278,7 +278,7 @@ func (k *kubelet) renewLease(ctx context.Context) error {
 			k.lease = l
 		}
 		l := k.lease.DeepCopy()
-		l.Spec.HolderIdentity = &k.name
+		l.Spec.HolderIdentity = ptr.To(k.name)
 		l.Spec.LeaseDurationSeconds = ptr.To[int32](leaseDurationSeconds)
 		l.Spec.RenewTime = &now
 		setLeaseOwner(l, k.name, k.nodeUID)

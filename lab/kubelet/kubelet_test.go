@@ -475,6 +475,35 @@ func TestReRegisterAndRestart(t *testing.T) {
 	}
 }
 
+// TestNodeStatusReporting: conditions are rewritten every
+// NodeStatusInterval, and at once when they say anything but healthy.
+func TestNodeStatusReporting(t *testing.T) {
+	l := newLab(t, "10.6.0.0/16", "aws", func(c *Config) {
+		c.HeartbeatInterval = 500 * time.Millisecond
+		c.NodeStatusInterval = 2 * time.Second
+	})
+	name := l.launch(1)[0].PrivateDNSName
+	n := waitNodeReady(t, name, v1.ConditionTrue, waitTimeout)
+	first := findCondition(n, v1.NodeReady).LastHeartbeatTime
+	waitFor(t, waitTimeout, "a periodic status write", func(ctx context.Context) (bool, error) {
+		n, err := env.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return findCondition(n, v1.NodeReady).LastHeartbeatTime.After(first.Time), nil
+	})
+
+	// What the node-lifecycle controller writes for a silent node.
+	patch := `{"status":{"conditions":[{"type":"Ready","status":"Unknown","reason":"NodeStatusUnknown","message":"Kubelet stopped posting node status."}]}}`
+	if _, err := env.Client.CoreV1().Nodes().Patch(context.Background(), name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status"); err != nil {
+		t.Fatal(err)
+	}
+	n = waitNodeReady(t, name, v1.ConditionTrue, 10*time.Second)
+	if c := findCondition(n, v1.NodeReady); c.Reason != "KubeletReady" {
+		t.Errorf("Ready condition %+v, want reason KubeletReady", c)
+	}
+}
+
 func TestConfigValidate(t *testing.T) {
 	c, err := cloud.New(cloud.Config{})
 	if err != nil {

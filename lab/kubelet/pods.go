@@ -1,8 +1,10 @@
 package kubelet
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"strings"
 
@@ -28,7 +30,13 @@ func (m *Manager) processNextPod() bool {
 	}
 	defer m.queue.Done(key)
 	if err := m.syncPod(key); err != nil {
-		m.log.Debug("syncing pod; will retry", "pod", key, "err", err)
+		// Conflicts happen and heal on retry; only a Pod that keeps
+		// failing is worth a warning.
+		level := slog.LevelDebug
+		if m.queue.NumRequeues(key) >= 5 {
+			level = slog.LevelWarn
+		}
+		m.log.Log(context.Background(), level, "syncing pod; will retry", "pod", key, "err", err)
 		m.queue.AddRateLimited(key)
 		return true
 	}
