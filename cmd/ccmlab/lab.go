@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
+
 	"github.com/ccmlab/ccmlab/controllers"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/controlplane"
@@ -101,14 +103,23 @@ func startLab(ctx context.Context, cfg labConfig, cp *controlplane.ControlPlane,
 	if err != nil {
 		return nil, err
 	}
-	kubelets, err := kubelet.New(kubelet.Config{Client: client, Cloud: c, Profile: cfg.profile, Logger: cfg.logger.With("component", "kubelet")})
+	// The kubelets get a client of their own without client-side rate
+	// limiting: 1,000 nodes renewing Leases every 2s would queue behind the
+	// shared client's limit and go NotReady while perfectly healthy.
+	kubeletCfg := cp.RestConfig()
+	kubeletCfg.QPS = -1
+	kubeletClient, err := kubernetes.NewForConfig(kubeletCfg)
+	if err != nil {
+		return nil, err
+	}
+	kubelets, err := kubelet.New(kubelet.Config{Client: kubeletClient, Cloud: c, Profile: cfg.profile, Logger: cfg.logger.With("component", "kubelet")})
 	if err != nil {
 		return nil, err
 	}
 	goRun("kubelets", kubelets.Run)
 
 	manager, err := controllers.NewManager(controllers.Config{
-		RestConfig: cp.RestConfig(), Cloud: c, Profile: cfg.profile,
+		RestConfig: cp.RestConfig(), Cloud: c, Profile: cfg.profile, ClusterCIDR: cp.ClusterCIDR(),
 		Enabled: cfg.controllers, Addons: cfg.addons, Logger: cfg.logger,
 	})
 	if err != nil {

@@ -40,7 +40,9 @@ func (c *Config) Defaults() {
 		c.ServiceCIDR = "10.96.0.0/16"
 	}
 	if c.ClusterCIDR == "" {
-		c.ClusterCIDR = "10.244.0.0/16"
+		// A /14 holds 1,024 node /24s, enough for the 1,000-node budget,
+		// while podCIDRs still read like the chapter's 10.244.1.0/24.
+		c.ClusterCIDR = "10.244.0.0/14"
 	}
 	if c.NodeCIDRMaskSize == 0 {
 		c.NodeCIDRMaskSize = 24

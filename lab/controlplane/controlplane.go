@@ -64,6 +64,10 @@ func (cp *ControlPlane) KubeconfigPath() string { return filepath.Join(cp.cfg.Da
 // components would teach nothing and cost start-up time.
 func (cp *ControlPlane) componentKubeconfig() string { return cp.KubeconfigPath() }
 
+// ClusterCIDR is the Pod network the controller-manager cuts podCIDRs from;
+// the Route controller must be told the same.
+func (cp *ControlPlane) ClusterCIDR() string { return cp.cfg.ClusterCIDR }
+
 // Server is the apiserver URL.
 func (cp *ControlPlane) Server() string { return cp.server }
 
