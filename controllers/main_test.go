@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -202,28 +201,25 @@ func (l *lab) register(inst cloud.Instance) *v1.Node {
 
 func (l *lab) createNode(ctx context.Context, name string) (*v1.Node, error) {
 	c := l.client
+	// Like the kubelet, register with the status already filled in (the
+	// apiserver keeps status on a Node create), so the Node controller's
+	// update does not race a separate status write.
+	now := metav1.Now()
 	node := &v1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{labLabel: l.id, v1.LabelHostname: name}},
 		Spec: v1.NodeSpec{Taints: []v1.Taint{{
 			Key: cloudproviderapi.TaintExternalCloudProvider, Value: "true", Effect: v1.TaintEffectNoSchedule,
 		}}},
+		Status: v1.NodeStatus{
+			Conditions: []v1.NodeCondition{{
+				Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady",
+				Message: "kubelet is posting ready status", LastHeartbeatTime: now, LastTransitionTime: now,
+			}},
+			Addresses: []v1.NodeAddress{{Type: v1.NodeHostName, Address: name}},
+		},
 	}
 	node, err := c.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	if err != nil {
-		return nil, err
-	}
-	// Like the kubelet, report status with a patch: the Node controller may
-	// already have updated the Node (it is that fast).
-	now := metav1.Now()
-	status := map[string]any{"status": map[string]any{
-		"conditions": []v1.NodeCondition{{
-			Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady",
-			Message: "kubelet is posting ready status", LastHeartbeatTime: now, LastTransitionTime: now,
-		}},
-		"addresses": []v1.NodeAddress{{Type: v1.NodeHostName, Address: name}},
-	}}
-	patch, _ := json.Marshal(status)
-	if node, err = c.CoreV1().Nodes().PatchStatus(ctx, name, patch); err != nil {
 		return nil, err
 	}
 	lease := &coordinationv1.Lease{

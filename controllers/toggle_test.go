@@ -96,7 +96,18 @@ func TestToggleChurn(t *testing.T) {
 			sleepCtx(ctx, 40*time.Millisecond)
 		}
 	})
+	// Under -race, nodes hold still: the upstream Service controller
+	// (k8s.io/cloud-provider v0.37.2, controllers/service/controller.go)
+	// writes cachedService.state in a service worker (line 339) without the
+	// lock its node worker holds while reading it in allServices (line 503),
+	// so a node change during a Service sync is a data race in upstream
+	// code, which the race detector rightly reports. Without -race the
+	// test churns nodes too.
+	churnNodes := !raceEnabled
 	churn.Go(func() { // nodes join and leave
+		if !churnNodes {
+			return
+		}
 		rng := rand.New(rand.NewPCG(3, 4))
 		for ctx.Err() == nil {
 			mu.Lock()
@@ -125,18 +136,28 @@ func TestToggleChurn(t *testing.T) {
 	})
 
 	start := time.Now()
+	var (
+		durMu sync.Mutex
+		durs  []time.Duration
+	)
+	timed := func(f func(string) error, name string) {
+		t0 := time.Now()
+		if err := f(name); err != nil {
+			t.Error(err)
+		}
+		d := time.Since(t0)
+		durMu.Lock()
+		durs = append(durs, d)
+		durMu.Unlock()
+	}
 	var togglers sync.WaitGroup
 	for i, name := range l.mgr.Controllers() {
 		togglers.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(i), 9))
 			for range toggles {
-				if err := l.mgr.Disable(name); err != nil {
-					t.Error(err)
-				}
+				timed(l.mgr.Disable, name)
 				time.Sleep(time.Duration(rng.IntN(50)) * time.Millisecond)
-				if err := l.mgr.Enable(name); err != nil {
-					t.Error(err)
-				}
+				timed(l.mgr.Enable, name)
 				time.Sleep(time.Duration(rng.IntN(100)) * time.Millisecond)
 			}
 		})
@@ -145,8 +166,14 @@ func TestToggleChurn(t *testing.T) {
 	took := time.Since(start)
 	stopChurn()
 	churn.Wait()
-	t.Logf("%d controllers x %d off/on cycles in %s (%.1f ms per switch)", len(l.mgr.Controllers()), toggles, took.Round(time.Millisecond),
-		float64(took.Milliseconds())/float64(2*toggles*len(l.mgr.Controllers())))
+	slices.Sort(durs)
+	var sum time.Duration
+	for _, d := range durs {
+		sum += d
+	}
+	t.Logf("%d controllers x %d off/on cycles from concurrent goroutines in %s; %d switches, each (including waiting for the one before) mean %s, p50 %s, max %s",
+		len(l.mgr.Controllers()), toggles, took.Round(time.Millisecond), len(durs),
+		(sum / time.Duration(len(durs))).Round(10*time.Microsecond), durs[len(durs)/2].Round(10*time.Microsecond), durs[len(durs)-1].Round(10*time.Microsecond))
 
 	for name, on := range l.mgr.Status() {
 		if !on {
@@ -157,6 +184,9 @@ func TestToggleChurn(t *testing.T) {
 	final := slices.Clone(live)
 	mu.Unlock()
 	svcs, _ := l.client.CoreV1().Services(l.ns).List(l.ctx, metav1.ListOptions{})
+	if !churnNodes {
+		t.Log("node churn skipped under -race (upstream Service controller data race; see comment above)")
+	}
 	t.Logf("after churn: %d services, %d nodes, %d cloud load balancers", len(svcs.Items), len(final), len(l.cloud.Snapshot().LoadBalancers))
 	convergeStart := time.Now()
 	eventually(t, 120*time.Second, "converged after churn", func() (bool, string) { return l.converged() })
@@ -170,7 +200,29 @@ func TestToggleChurn(t *testing.T) {
 	})
 	t.Logf("converged %s after the last switch", time.Since(convergeStart).Round(time.Millisecond))
 
-	// Stop the churn's leftovers from producing more work, then compare.
+	// Off means off: with every controller switched off, new Services and
+	// nodes cause no cloud call at all.
+	for _, name := range l.mgr.Controllers() {
+		if err := l.mgr.Disable(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seq := lastCallSeq(l)
+	l.createService(l.lbService("while-off", nil))
+	final = append(final, l.addNodes(1)...)
+	time.Sleep(2 * time.Second)
+	for _, c := range l.cloud.Calls(seq) {
+		if c.Caller != "test" {
+			t.Errorf("cloud call %s by %s with every controller off", c.Action, c.Caller)
+		}
+	}
+	for _, name := range l.mgr.Controllers() {
+		if err := l.mgr.Enable(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 60*time.Second, "converged after switching everything back on", func() (bool, string) { return l.converged() })
+
 	total, ctrl := settleGoroutines()
 	t.Logf("goroutines after: total %d (before %d, %+d), CCM %d (before %d)", total, baseTotal, total-baseTotal, ctrl, baseCtrl)
 	if ctrl > baseCtrl {
@@ -216,8 +268,10 @@ func (l *lab) converged() (bool, string) {
 	}
 	state := l.cloud.Snapshot()
 	lbs := map[string]cloud.LoadBalancer{}
+	perService := map[string]int{}
 	for _, lb := range state.LoadBalancers {
 		lbs[lb.Name] = lb
+		perService[lb.Tags[TagServiceName]]++
 	}
 	for _, s := range svcs.Items {
 		if s.DeletionTimestamp != nil {
@@ -229,6 +283,9 @@ func (l *lab) converged() (bool, string) {
 			return false, s.Name + " has no load balancer"
 		}
 		delete(lbs, name)
+		if n := perService[s.Namespace+"/"+s.Name]; n != 1 {
+			return false, fmt.Sprintf("%s has %d load balancers", s.Name, n)
+		}
 		if ingressOf(&s) != lb.DNSName {
 			return false, s.Name + " ingress " + ingressOf(&s)
 		}

@@ -9,6 +9,7 @@ import (
 
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -158,7 +159,7 @@ func (m *Manager) build(name string, client kubernetes.Interface, factory inform
 		return func(ctx context.Context) { c.Run(ctx, t.RouteReconcilePeriod, m.metrics) }, nil
 
 	case profile.Service:
-		c, err := servicecontroller.New(p, client, factory.Core().V1().Services(), nodes, m.cfg.ClusterName, utilfeature.DefaultFeatureGate)
+		c, err := servicecontroller.New(p, client, factory.Core().V1().Services(), skipInitialNodeAdds{nodes}, m.cfg.ClusterName, utilfeature.DefaultFeatureGate)
 		if err != nil {
 			return nil, err
 		}
@@ -178,4 +179,44 @@ func (m *Manager) build(name string, client kubernetes.Interface, factory inform
 		return c.Run, nil
 	}
 	return nil, fmt.Errorf("%w %q", ErrUnknownController, name)
+}
+
+// skipInitialNodeAdds is the node informer as the Service controller sees
+// it, minus the Add events of the informer's initial list.
+//
+// Why: upstream (k8s.io/cloud-provider v0.37.2, controllers/service/
+// controller.go) writes cachedService.state in a service worker (line 339)
+// without the lock under which its node worker reads it (allServices, line
+// 503). On every start the initial node Adds send the node worker through
+// allServices while the service workers fill the cache: a data race the race
+// detector reports. That startup node sync is redundant (every Service is
+// ensured with the full node list as it is cached, and lastSyncedNodes is
+// recorded then), so the lab drops it. Node changes after start, resyncs and
+// deletions reach the controller unchanged.
+type skipInitialNodeAdds struct{ coreinformers.NodeInformer }
+
+func (s skipInitialNodeAdds) Informer() cache.SharedIndexInformer {
+	return skipInitialAddsInformer{s.NodeInformer.Informer()}
+}
+
+type skipInitialAddsInformer struct{ cache.SharedIndexInformer }
+
+func (i skipInitialAddsInformer) AddEventHandler(h cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {
+	return i.SharedIndexInformer.AddEventHandler(skipInitialAdds{h})
+}
+
+func (i skipInitialAddsInformer) AddEventHandlerWithResyncPeriod(h cache.ResourceEventHandler, d time.Duration) (cache.ResourceEventHandlerRegistration, error) {
+	return i.SharedIndexInformer.AddEventHandlerWithResyncPeriod(skipInitialAdds{h}, d)
+}
+
+func (i skipInitialAddsInformer) AddEventHandlerWithOptions(h cache.ResourceEventHandler, o cache.HandlerOptions) (cache.ResourceEventHandlerRegistration, error) {
+	return i.SharedIndexInformer.AddEventHandlerWithOptions(skipInitialAdds{h}, o)
+}
+
+type skipInitialAdds struct{ cache.ResourceEventHandler }
+
+func (h skipInitialAdds) OnAdd(obj any, isInInitialList bool) {
+	if !isInInitialList {
+		h.ResourceEventHandler.OnAdd(obj, isInInitialList)
+	}
 }

@@ -247,6 +247,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	cctx := cloud.WithCaller(ctx, Caller)
 	lb, changed, err := c.deploy(cctx, model)
 	if err != nil {
+		if ctx.Err() != nil {
+			return err // switched off mid-call: not a cloud failure to report
+		}
 		c.event(svc, v1.EventTypeWarning, ReasonFailedDeploy, "Failed deploy model due to %v", err)
 		return err
 	}
