@@ -121,6 +121,10 @@ func startLab(ctx context.Context, cfg labConfig, cp *controlplane.ControlPlane,
 	manager, err := controllers.NewManager(controllers.Config{
 		RestConfig: cp.RestConfig(), Cloud: c, Profile: cfg.profile, ClusterCIDR: cp.ClusterCIDR(),
 		Enabled: cfg.controllers, Addons: cfg.addons, Logger: cfg.logger,
+		// A node's addresses are refreshed once a minute rather than every
+		// 5s, so the call log students read is not a wall of
+		// DescribeInstances (upstream refreshes every 5m).
+		Tuning: controllers.Tuning{NodeStatusUpdateFrequency: time.Minute},
 	})
 	if err != nil {
 		return nil, err
