@@ -21,6 +21,7 @@ import (
 	"github.com/ccmlab/ccmlab/lab/controlplane"
 	"github.com/ccmlab/ccmlab/lab/profile"
 	"github.com/ccmlab/ccmlab/server"
+	"github.com/ccmlab/ccmlab/web"
 )
 
 type serveOptions struct {
@@ -120,7 +121,12 @@ func serve(ctx context.Context, o *serveOptions, out io.Writer) error {
 		level = slog.LevelInfo
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	srv, err := server.New(server.Config{Logger: logger, Token: o.token})
+	assets, err := web.Handler(web.Config{})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	srv, err := server.New(server.Config{Logger: logger, Token: o.token, Assets: assets})
 	if err != nil {
 		ln.Close()
 		return err

@@ -15,7 +15,7 @@ func TestConfigValidate(t *testing.T) {
 		{"defaults are valid", func(*Config) {}, ""},
 		{"no data dir", func(c *Config) { c.DataDir = "" }, "data dir is required"},
 		{"bad service CIDR", func(c *Config) { c.ServiceCIDR = "10.96.0.0/99" }, "service CIDR"},
-		{"mask not longer than cluster", func(c *Config) { c.NodeCIDRMaskSize = 16 }, "must be longer"},
+		{"mask not longer than cluster", func(c *Config) { c.NodeCIDRMaskSize = 14 }, "must be longer"},
 		{"grace too short", func(c *Config) { c.NodeMonitorGracePeriod = time.Second }, "too short"},
 	}
 	for _, tt := range tests {
@@ -43,7 +43,7 @@ func TestControllerManagerRunsWithExternalCloudProvider(t *testing.T) {
 	cp := &ControlPlane{cfg: Config{DataDir: "/tmp/x"}, pki: pki{dir: "/tmp/x/pki"}}
 	cp.cfg.Defaults()
 	args := strings.Join(cp.controllerManagerArgs(), " ")
-	for _, want := range []string{"--cloud-provider=external", "--allocate-node-cidrs=true", "--cluster-cidr=10.244.0.0/16", "--node-monitor-grace-period=10s"} {
+	for _, want := range []string{"--cloud-provider=external", "--allocate-node-cidrs=true", "--cluster-cidr=10.244.0.0/14", "--node-monitor-grace-period=10s"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("controller-manager args lack %s: %s", want, args)
 		}

@@ -41,7 +41,10 @@ func deriveNode(in nodeInput, firstSeen map[int]time.Time) NodeFlow {
 		ev[1] = evidence{n.Created, "Node registered by the kubelet with the uninitialized taint"}
 		for i := len(in.queries) - 1; i >= 0; i-- {
 			c := in.queries[i]
-			if c.State == cloud.CallDone && c.Error == "" && !c.Time.Before(n.Created.Truncate(time.Second)) {
+			// Only the Node controller's question counts: the Route
+			// controller also looks instances up, but it initializes
+			// nothing.
+			if c.State == cloud.CallDone && c.Error == "" && c.Caller == "node-controller" && !c.Time.Before(n.Created.Truncate(time.Second)) {
 				ev[2] = evidence{c.Time, "call " + c.Action + " by " + c.Caller}
 				break
 			}

@@ -1,0 +1,471 @@
+// Package e2e drives the lab's page in Debian's chromium with chromedp:
+// against the real ccmlab binary (built once in TestMain) and against a
+// fake stream for the responsiveness and reconnect tests.
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/ccmlab/ccmlab/web"
+)
+
+var (
+	repoRoot string
+	binPath  string // the ccmlab binary; "" when it could not be built
+	buildErr error
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	var err error
+	repoRoot, err = findRepoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	// The browser tests need the real binary. Building it links all of
+	// Kubernetes (about a minute on two cores), so it is skipped when no
+	// test could use it; CCMLAB_BIN names a binary built beforehand.
+	if chromiumPath() != "" || os.Getenv("CI") == "true" {
+		binPath, buildErr = buildLab()
+	}
+	return m.Run()
+}
+
+func findRepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod above %s", dir)
+		}
+		dir = parent
+	}
+}
+
+func buildLab() (string, error) {
+	if p := os.Getenv("CCMLAB_BIN"); p != "" {
+		return p, nil
+	}
+	dir, err := os.MkdirTemp("", "ccmlab-e2e-")
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, "ccmlab")
+	cmd := exec.Command("go", "build", "-o", out, "./cmd/ccmlab")
+	cmd.Dir = repoRoot
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/ccmlab: %v\n%s", err, b)
+	}
+	return out, nil
+}
+
+// chromiumPath finds Debian's chromium (or $CHROMIUM).
+func chromiumPath() string {
+	if p := os.Getenv("CHROMIUM"); p != "" {
+		if found, err := exec.LookPath(p); err == nil {
+			return found
+		}
+		return "" // asked for that one; do not silently use another
+	}
+	for _, name := range []string{"/usr/bin/chromium", "chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// needChromium skips the test without a browser, except under CI=true,
+// where a missing browser is a broken setup and fails the run.
+func needChromium(t testing.TB) string {
+	t.Helper()
+	p := chromiumPath()
+	if p == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("chromium is not installed, and CI=true requires the browser tests to run: apt-get install -y chromium (or set CHROMIUM=/path/to/chromium)")
+		}
+		t.Skip("skipping browser test: chromium not found (apt-get install -y chromium, or set CHROMIUM=/path/to/chromium)")
+	}
+	return p
+}
+
+// --- the real lab ---
+
+type lab struct {
+	addr    string // host:port of the lab itself
+	dataDir string
+	page    string // where the browser opens the page (the lab, or a proxy in front of it)
+	cmd     *exec.Cmd
+	stderr  *os.File
+}
+
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// startLab runs the ccmlab binary on a free port with a fresh data dir and
+// waits for its "ccmlab is ready:" line.
+func startLab(t testing.TB, args ...string) *lab {
+	t.Helper()
+	if buildErr != nil {
+		t.Fatalf("building the lab: %v", buildErr)
+	}
+	if binPath == "" {
+		t.Fatal("no ccmlab binary")
+	}
+	dir := t.TempDir()
+	l := &lab{addr: freeAddr(t), dataDir: filepath.Join(dir, "data")}
+	stderr, err := os.Create(filepath.Join(dir, "stderr.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.stderr = stderr
+	l.cmd = exec.Command(binPath, append([]string{"--data-dir", l.dataDir, "--listen", l.addr}, args...)...)
+	l.cmd.Stderr = stderr
+	stdout, err := l.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = l.cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = l.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			_ = l.cmd.Process.Kill()
+			<-exited
+		}
+		stderr.Close()
+		if t.Failed() {
+			if b, err := os.ReadFile(stderr.Name()); err == nil {
+				t.Logf("lab stderr (last 4 KB):\n%s", tail(b, 4096))
+			}
+		}
+	})
+
+	ready := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			line := sc.Text()
+			if strings.HasPrefix(line, "ccmlab is ready:") {
+				select {
+				case ready <- line:
+				default:
+				}
+			}
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case line := <-ready:
+		t.Logf("%s", line)
+	case <-exited:
+		b, _ := os.ReadFile(stderr.Name())
+		t.Fatalf("ccmlab exited before it was ready:\n%s", tail(b, 4096))
+	case <-time.After(120 * time.Second):
+		t.Fatal("ccmlab did not print \"ccmlab is ready:\" within 2 minutes")
+	}
+	l.page = l.pageOrigin(t)
+	return l
+}
+
+func tail(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
+}
+
+func (l *lab) kubeconfig() string { return filepath.Join(l.dataDir, "kubeconfig") }
+
+// pageOrigin is the lab itself when it serves the page. While the binary
+// does not mount web.Handler yet, a proxy serves the page and forwards
+// everything else (API, websocket) to the lab, keeping the Host header so
+// the lab's same-origin check sees one origin.
+func (l *lab) pageOrigin(t testing.TB) string {
+	direct := "http://" + l.addr
+	res, err := http.Get(direct + "/")
+	if err == nil {
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode == http.StatusOK && strings.Contains(string(b), `id="ccmlab-strings"`) {
+			return direct
+		}
+	}
+	t.Logf("the lab does not serve the page at / yet; serving web.Handler through a proxy in front of it")
+	assets, err := web.Handler(web.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, _ := url.Parse(direct)
+	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(target)
+		r.Out.Host = r.In.Host
+	}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.Path
+		if p == "/" || p == "/favicon.ico" || strings.HasPrefix(p, "/static/") {
+			assets.ServeHTTP(w, r)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// getJSON reads one of the lab's API endpoints.
+func (l *lab) getJSON(t testing.TB, path string, v any) {
+	t.Helper()
+	res, err := http.Get("http://" + l.addr + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(res.Body)
+		t.Fatalf("GET %s: %s %s", path, res.Status, b)
+	}
+	if err := json.NewDecoder(res.Body).Decode(v); err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+}
+
+// --- the browser ---
+
+type browser struct {
+	ctx    context.Context
+	origin string
+
+	mu       sync.Mutex
+	requests []string // every URL the page asked for
+	problems []string // uncaught exceptions and console errors
+}
+
+// newBrowser starts a headless chromium for one test. The page's requests
+// and errors are recorded; the test fails if the page threw or asked
+// another origin for anything.
+func newBrowser(t testing.TB, chrome, origin string) *browser {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chrome),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		// Keep a headless window from counting as hidden: the page draws
+		// on animation frames.
+		chromedp.Flag("disable-background-timer-throttling", true),
+		chromedp.Flag("disable-backgrounding-occluded-windows", true),
+		chromedp.Flag("disable-renderer-backgrounding", true),
+		chromedp.WindowSize(1440, 1000),
+		chromedp.UserDataDir(t.TempDir()),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	b := &browser{origin: origin}
+	ctx, cancelCtx := chromedp.NewContext(actx, chromedp.WithListener(b.listen))
+	b.ctx = ctx
+	// The first Run starts the browser and binds it to ctx: no timeout here.
+	if err := chromedp.Do(ctx); err != nil {
+		cancelCtx()
+		cancelAlloc()
+		t.Fatalf("starting chromium: %v", err)
+	}
+	t.Cleanup(func() {
+		cancelCtx()
+		cancelAlloc()
+	})
+	return b
+}
+
+// listen records what the page asks for and what goes wrong in it. It runs
+// on chromedp's event loop, so it only appends under the lock.
+func (b *browser) listen(ev any) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch e := ev.(type) {
+	case *network.EventRequestWillBeSent:
+		b.requests = append(b.requests, e.Request.URL)
+	case *network.EventWebSocketCreated:
+		b.requests = append(b.requests, e.URL)
+	case *runtime.EventExceptionThrown:
+		msg := e.ExceptionDetails.Text
+		if e.ExceptionDetails.Exception != nil {
+			msg += " " + e.ExceptionDetails.Exception.Description
+		}
+		b.problems = append(b.problems, "exception: "+msg)
+	case *runtime.EventConsoleAPICalled:
+		if e.Type == runtime.ConsoleAPICalledTypeError {
+			var parts []string
+			for _, a := range e.Args {
+				if a.Description != "" {
+					parts = append(parts, a.Description)
+				} else {
+					parts = append(parts, string(a.Value))
+				}
+			}
+			b.problems = append(b.problems, "console.error: "+strings.Join(parts, " "))
+		}
+	}
+}
+
+// check fails the test for page errors and for any request that left the
+// page's origin.
+func (b *browser) check(t testing.TB, allowProblems ...string) {
+	t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	u, _ := url.Parse(b.origin)
+	for _, r := range b.requests {
+		ru, err := url.Parse(r)
+		if err != nil || ru.Scheme == "data" {
+			continue
+		}
+		if ru.Host != u.Host {
+			t.Errorf("the page asked another origin: %s", r)
+		}
+	}
+problems:
+	for _, p := range b.problems {
+		for _, ok := range allowProblems {
+			if strings.Contains(p, ok) {
+				continue problems
+			}
+		}
+		t.Errorf("page error: %s", p)
+	}
+}
+
+func (b *browser) do(t testing.TB, what string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 60*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		b.dump(t)
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// waitFor polls a JS expression until it is truthy.
+func (b *browser) waitFor(t testing.TB, what, expr string, timeout time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, timeout+5*time.Second)
+	defer cancel()
+	ok, err := chromedp.Run(ctx, chromedp.Poll[bool]("!!("+expr+")", chromedp.WithPollingTimeout(timeout), chromedp.WithPollingInterval(50*time.Millisecond)))
+	if err != nil || !ok {
+		b.dump(t)
+		t.Fatalf("waiting for %s (%s): %v", what, expr, err)
+	}
+}
+
+// eval evaluates a JS expression in the page and decodes its value.
+func eval[T any](t testing.TB, b *browser, expr string) T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		b.dump(t)
+		t.Fatalf("evaluating %s: %v", expr, err)
+	}
+	return v
+}
+
+func (b *browser) click(t testing.TB, testid string) {
+	t.Helper()
+	b.do(t, "clicking "+testid, chromedp.Click(chromedp.CSS(sel(testid)), chromedp.NodeVisible))
+}
+
+// dump logs what the page shows, to tell why a wait timed out.
+func (b *browser) dump(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+	defer cancel()
+	text, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => {
+		const q = (id) => { const e = document.querySelector('[data-testid="' + id + '"]'); return e ? (e.dataset.state || e.dataset.status || '') + ' ' + e.innerText.slice(0, 400) : '-'; };
+		return ['conn-status', 'svc-strip', 'svc-stuck', 'svc-step-count', 'node-timeline', 'node-taint', 'trace-result', 'action-error', 'controllers'].map((id) => id + ': ' + q(id)).join('\n');
+	})()`))
+	b.mu.Lock()
+	problems := strings.Join(b.problems, "\n")
+	b.mu.Unlock()
+	t.Logf("page state:\n%s\npage errors so far:\n%s", text, problems)
+}
+
+func sel(testid string) string { return `[data-testid="` + testid + `"]` }
+
+// js quotes a string for use inside a JS expression.
+func js(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// q is a JS expression for the element with a data-testid.
+func q(testid string) string { return `document.querySelector(` + js(sel(testid)) + `)` }
+
+func saveScreenshot(t testing.TB, b *browser, name string) string {
+	t.Helper()
+	dir := filepath.Join(repoRoot, "artifacts")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, 60*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", path)
+	return path
+}

@@ -1,0 +1,366 @@
+// Entry point: one store fed by the websocket, region renderers run at most
+// once per animation frame, and the page's actions sent to the REST API.
+
+import { loadStrings, t, setText, setAttr, show } from "./util.js";
+import { createStore, snapshot, apply, addTrace } from "./store.js";
+import { connect } from "./conn.js";
+import { renderControl } from "./control.js";
+import { renderCluster } from "./cluster.js";
+import { renderCloud, renderCalls, renderFaults } from "./cloud.js";
+import { renderFlow, flowKeys, selectedService } from "./flow.js";
+import { renderNodeInit } from "./nodeinit.js";
+
+loadStrings();
+
+const st = createStore();
+const ui = {
+  conn: "connecting",
+  busy: new Set(), // actions in flight: a controller name, "fault", "send", ...
+  svcChoice: null,
+  nodeChoice: null,
+  presenter: false,
+};
+
+const renderers = {
+  control: renderControl,
+  cluster: renderCluster,
+  cloud: renderCloud,
+  calls: renderCalls,
+  faults: renderFaults,
+  flow: renderFlow,
+  nodeinit: renderNodeInit,
+};
+
+// Numbers for the responsiveness test (web/e2e): how long applying and
+// drawing a burst of messages takes, measured inside the page.
+const stats = {
+  renders: 0,
+  lastRenderMs: 0,
+  renderedMessages: 0,
+  renderedAt: 0,
+  markMessages: -1,
+  burstStart: 0,
+};
+
+let frame = 0;
+let fallback = 0;
+
+// schedule draws on the next animation frame; the timer is a fallback for
+// a window the browser considers occluded, where frames may not come.
+function schedule() {
+  if (frame) return;
+  frame = requestAnimationFrame(renderNow);
+  fallback = setTimeout(renderNow, 250);
+}
+
+function renderNow() {
+  if (frame) cancelAnimationFrame(frame);
+  clearTimeout(fallback);
+  frame = 0;
+  const t0 = performance.now();
+  const dirty = [...st.dirty];
+  st.dirty.clear();
+  for (const region of dirty) {
+    try {
+      renderers[region](st, ui);
+    } catch (err) {
+      console.error("rendering", region, err);
+    }
+  }
+  const t1 = performance.now();
+  stats.renders++;
+  stats.lastRenderMs = t1 - t0;
+  stats.renderedMessages = st.messages;
+  stats.renderedAt = t1;
+}
+
+function dirty(...regions) {
+  for (const r of regions) st.dirty.add(r);
+  schedule();
+}
+
+// --- the stream ---
+
+function onMessage(m) {
+  if (stats.markMessages >= 0 && stats.burstStart === 0) stats.burstStart = performance.now();
+  if (m.type === "snapshot") snapshot(st, m.data || {});
+  else apply(st, m);
+  schedule();
+}
+
+function onState(state, info) {
+  ui.conn = state;
+  const el = document.getElementById("conn");
+  setAttr(el, "data-state", state);
+  let text;
+  switch (state) {
+    case "live":
+      text = "● " + t("conn.live");
+      break;
+    case "connecting":
+      text = t("conn.connecting");
+      break;
+    case "restarting":
+      text = "⟳ " + t("conn.restarting");
+      break;
+    default:
+      text = "⟳ " + t("conn.reconnecting", { n: info.attempt || 1, s: ((info.delay || 0) / 1000).toFixed(1) });
+  }
+  if (state !== "live" && state !== "connecting") text += " — " + t("conn.stale");
+  setText(el, text);
+  document.body.classList.toggle("stale", state !== "live" && state !== "connecting");
+  dirty("control");
+}
+
+// --- actions ---
+
+async function api(method, path, body) {
+  let res;
+  try {
+    res = await fetch(path, {
+      method,
+      headers: body === undefined ? {} : { "Content-Type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      credentials: "same-origin",
+    });
+  } catch {
+    throw new Error(t("action.offline"));
+  }
+  let data = null;
+  try {
+    data = await res.json();
+  } catch {
+    // no body
+  }
+  if (!res.ok) throw new Error((data && data.error) || `${res.status} ${res.statusText}`);
+  return data;
+}
+
+let alertTimer = 0;
+
+function say(text, isError) {
+  const el = document.getElementById("alert");
+  el.classList.toggle("alert-info", !isError);
+  setAttr(el, "role", isError ? "alert" : "status");
+  setText(el, text);
+  show(el, !!text);
+  clearTimeout(alertTimer);
+  if (text) alertTimer = setTimeout(() => show(el, false), isError ? 12000 : 6000);
+}
+
+async function act(key, regions, fn) {
+  if (ui.busy.has(key)) return;
+  ui.busy.add(key);
+  dirty(...regions);
+  try {
+    await fn();
+  } catch (err) {
+    say(t("action.failed", { msg: err.message }), true);
+  } finally {
+    ui.busy.delete(key);
+    dirty(...regions);
+  }
+}
+
+function toggleController(name) {
+  if (!(name in st.controllers)) return;
+  act(name, ["control", "flow"], async () => {
+    st.controllers = await api("PUT", "/api/controllers/" + encodeURIComponent(name), { enabled: !st.controllers[name] });
+  });
+}
+
+function toggleFault(name) {
+  const cur = st.faults;
+  const f = { deny: [...(cur.deny || [])], latency: cur.latency || "0s", qps: cur.qps || 0, burst: cur.burst || 0 };
+  if (cur.failNext) f.failNext = { ...cur.failNext };
+  switch (name) {
+    case "deny-create":
+      f.deny = f.deny.includes("CreateLoadBalancer") ? f.deny.filter((a) => a !== "CreateLoadBalancer") : [...f.deny, "CreateLoadBalancer"];
+      break;
+    case "throttle":
+      if (f.qps > 0) [f.qps, f.burst] = [0, 0];
+      else [f.qps, f.burst] = [1, 1];
+      break;
+    case "latency":
+      f.latency = f.latency && f.latency !== "0s" ? "0s" : "2s";
+      break;
+    default:
+      return;
+  }
+  act("fault", ["faults"], async () => {
+    st.faults = await api("PUT", "/api/cloud/faults", f);
+  });
+}
+
+function toggleStepMode() {
+  act("stepmode", ["faults"], async () => {
+    const r = await api("PUT", "/api/cloud/stepmode", { enabled: !st.stepMode });
+    st.stepMode = r.enabled;
+    st.waiting = r.waiting || [];
+  });
+}
+
+function nextCall() {
+  if (!st.stepMode) return;
+  act("step-next", ["faults"], () => api("POST", "/api/cloud/stepmode/release"));
+}
+
+function launch() {
+  act("launch", ["cloud"], async () => {
+    const inst = await api("POST", "/api/cloud/instances");
+    st.instances.set(inst.id, inst);
+    ui.nodeChoice = inst.privateDNSName || inst.name;
+    say(t("action.launched", { id: inst.id }), false);
+    dirty("cloud", "nodeinit");
+  });
+}
+
+function instanceAction(id, op) {
+  act("inst:" + id, ["cloud"], async () => {
+    const path = "/api/cloud/instances/" + encodeURIComponent(id);
+    const inst = op === "terminate" ? await api("DELETE", path) : await api("POST", path + "/" + op);
+    st.instances.set(inst.id, inst);
+  });
+}
+
+function sendRequest() {
+  const key = selectedService(st, ui);
+  if (!key) return;
+  ui.svcChoice = key;
+  act("send", ["flow"], async () => {
+    addTrace(st, await api("POST", "/api/requests", { service: key }));
+  });
+}
+
+function pickService(delta) {
+  const keys = [...flowKeys(st)].sort();
+  if (keys.length === 0) return;
+  const i = keys.indexOf(selectedService(st, ui));
+  ui.svcChoice = keys[(i + delta + keys.length) % keys.length];
+  dirty("flow");
+}
+
+function setPresenter(on) {
+  ui.presenter = on;
+  document.documentElement.classList.toggle("presenter", on);
+  setAttr(document.querySelector('[data-action="presenter"]'), "aria-pressed", on ? "true" : "false");
+  try {
+    localStorage.setItem("ccmlab.presenter", on ? "1" : "0");
+  } catch {
+    // storage may be off; the mode still works for this page
+  }
+}
+
+document.addEventListener("click", (e) => {
+  const el = e.target.closest("[data-action]");
+  if (!el || el.disabled) return;
+  const a = el.getAttribute("data-action");
+  switch (a) {
+    case "toggle-controller":
+      toggleController(el.getAttribute("data-name"));
+      break;
+    case "fault":
+      toggleFault(el.getAttribute("data-fault"));
+      break;
+    case "stepmode":
+      toggleStepMode();
+      break;
+    case "step-next":
+      nextCall();
+      break;
+    case "launch":
+      launch();
+      break;
+    case "instance":
+      instanceAction(el.getAttribute("data-id"), el.getAttribute("data-op"));
+      break;
+    case "send-request":
+      sendRequest();
+      break;
+    case "pick-service":
+      ui.svcChoice = el.getAttribute("data-key");
+      dirty("flow");
+      document.getElementById("flow").focus();
+      break;
+    case "presenter":
+      setPresenter(!ui.presenter);
+      dirty(...Object.keys(renderers));
+      break;
+    case "help":
+      document.getElementById("shortcuts").showModal();
+      break;
+  }
+});
+
+document.getElementById("svc-select").addEventListener("change", (e) => {
+  ui.svcChoice = e.target.value;
+  dirty("flow");
+});
+
+document.getElementById("node-select").addEventListener("change", (e) => {
+  ui.nodeChoice = e.target.value;
+  dirty("nodeinit");
+});
+
+// Keyboard shortcuts work in presenter mode only, so single keys never
+// surprise a screen-reader user (WCAG 2.1.4); every one of them is also a
+// button on the page.
+const keys = {
+  s: () => toggleController("service"),
+  n: () => toggleController("node"),
+  r: () => toggleController("route"),
+  l: () => toggleController("nodelifecycle"),
+  b: () => toggleController("lbc"),
+  d: () => toggleFault("deny-create"),
+  t: () => toggleFault("throttle"),
+  w: () => toggleFault("latency"),
+  m: () => toggleStepMode(),
+  ".": () => nextCall(),
+  arrowright: () => nextCall(),
+  g: () => sendRequest(),
+  "[": () => pickService(-1),
+  "]": () => pickService(1),
+  p: () => setPresenter(false),
+  escape: () => setPresenter(false),
+  "?": () => document.getElementById("shortcuts").showModal(),
+};
+
+document.addEventListener("keydown", (e) => {
+  if (!ui.presenter || e.ctrlKey || e.metaKey || e.altKey || e.isComposing) return;
+  if (document.querySelector("dialog[open]")) return;
+  const tgt = e.target;
+  if (tgt.closest && tgt.closest("input, select, textarea, [contenteditable]")) return;
+  const fn = keys[e.key.toLowerCase()];
+  if (!fn) return;
+  e.preventDefault();
+  fn();
+  dirty(...Object.keys(renderers));
+});
+
+// --- start ---
+
+const params = new URLSearchParams(location.search);
+let presenter = params.get("presenter") === "1";
+try {
+  presenter = presenter || localStorage.getItem("ccmlab.presenter") === "1";
+} catch {
+  // ignore
+}
+setPresenter(presenter);
+
+// A hook for the browser tests and for curious students in the console.
+window.ccmlab = {
+  store: st,
+  ui,
+  stats,
+  renderNow,
+  // mark starts a measurement: the next message starts the clock.
+  mark() {
+    stats.markMessages = st.messages;
+    stats.burstStart = 0;
+    return stats.markMessages;
+  },
+};
+
+dirty(...Object.keys(renderers));
+connect({ onMessage, onState });

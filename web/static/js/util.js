@@ -1,0 +1,164 @@
+// Small DOM and text helpers shared by the renderers.
+
+const SVG_NS = "http://www.w3.org/2000/svg"; // an XML namespace name, not a URL the page loads
+
+let strings = {};
+
+// loadStrings reads the catalog the server put into the page (web/strings.go).
+export function loadStrings() {
+  const el = document.getElementById("ccmlab-strings");
+  strings = el ? JSON.parse(el.textContent) : {};
+}
+
+// t translates key and fills {placeholders} from vars.
+export function t(key, vars) {
+  let s = strings[key];
+  if (s === undefined) return key;
+  if (vars) s = s.replace(/\{(\w+)\}/g, (m, k) => (k in vars ? String(vars[k]) : m));
+  return s;
+}
+
+// h builds an element. attrs: class, text, data-*/aria-*/role and other
+// attributes, on<event> handlers; children may be strings, nodes or arrays.
+export function h(tag, attrs, ...kids) {
+  return build(document.createElement(tag), attrs, kids);
+}
+
+// s builds an SVG element the same way.
+export function s(tag, attrs, ...kids) {
+  return build(document.createElementNS(SVG_NS, tag), attrs, kids);
+}
+
+function build(el, attrs, kids) {
+  if (attrs) {
+    for (const [k, v] of Object.entries(attrs)) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k === "text") el.textContent = v;
+      else if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+      else el.setAttribute(k, v === true ? "" : String(v));
+    }
+  }
+  append(el, kids);
+  return el;
+}
+
+function append(el, kids) {
+  for (const k of kids) {
+    if (k === null || k === undefined || k === false) continue;
+    if (Array.isArray(k)) append(el, k);
+    else el.append(k instanceof Node ? k : document.createTextNode(String(k)));
+  }
+}
+
+// setText and setAttr touch the DOM only when something changed, so a
+// render that finds nothing new costs no layout.
+export function setText(el, text) {
+  text = String(text);
+  if (el.textContent !== text) el.textContent = text;
+}
+
+export function setAttr(el, name, value) {
+  if (value === null || value === undefined || value === false) {
+    if (el.hasAttribute(name)) el.removeAttribute(name);
+    return;
+  }
+  value = value === true ? "" : String(value);
+  if (el.getAttribute(name) !== value) el.setAttribute(name, value);
+}
+
+export function show(el, visible) {
+  if (el.hidden === visible) el.hidden = !visible;
+}
+
+// list renders items with syncList, or a placeholder row when there are none.
+export function list(tbody, cols, items, emptyText, key, create, update, extra) {
+  if (items.length === 0) emptyRow(tbody, cols, emptyText);
+  else syncList(tbody, items, key, create, update, extra);
+}
+
+// syncList makes parent's children mirror items, keyed by key(item). Rows
+// are reused (focus and selection survive a redraw), created with
+// create(item) and refreshed with update(el, item) only when the item
+// changed (the store replaces objects, so identity is enough) or when
+// extra(item) — a cheap signature of related data — changed.
+export function syncList(parent, items, key, create, update, extra) {
+  const old = parent._rows || new Map();
+  const rows = new Map();
+  let prev = null;
+  for (const item of items) {
+    const k = key(item);
+    let el = old.get(k);
+    const sig = extra ? extra(item) : undefined;
+    if (!el) {
+      el = create(item);
+      update(el, item);
+    } else if (el._item !== item || el._sig !== sig) {
+      update(el, item);
+    }
+    el._item = item;
+    el._sig = sig;
+    rows.set(k, el);
+    const want = prev ? prev.nextSibling : parent.firstChild;
+    if (want !== el) parent.insertBefore(el, want);
+    prev = el;
+  }
+  for (const [k, el] of old) if (!rows.has(k)) el.remove();
+  // Whatever is left after the last row (an "empty" placeholder) goes.
+  let rest = prev ? prev.nextSibling : parent.firstChild;
+  while (rest) {
+    const next = rest.nextSibling;
+    rest.remove();
+    rest = next;
+  }
+  parent._rows = rows;
+}
+
+// emptyRow shows a placeholder in a table body (or list) that has no rows.
+export function emptyRow(parent, cols, text) {
+  const first = parent.firstChild;
+  if (first && first._empty && !first.nextSibling) {
+    setText(first._label, text);
+    return;
+  }
+  let el, label;
+  if (parent.tagName === "TBODY") {
+    label = h("td", { colspan: cols, text });
+    el = h("tr", { class: "empty-row" }, label);
+  } else {
+    el = label = h("li", { class: "empty-row", text });
+  }
+  el._empty = true;
+  el._label = label;
+  parent.replaceChildren(el);
+  parent._rows = new Map();
+}
+
+// shortName trims the lab's long node names for tight places:
+// "ip-10-0-0-4.ap-northeast-1.compute.internal" -> "ip-10-0-0-4".
+export function shortName(name) {
+  if (!name) return "";
+  const i = name.indexOf(".");
+  return i > 0 ? name.slice(0, i) : name;
+}
+
+export function clock(iso) {
+  if (!iso) return "";
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return "";
+  return d.toLocaleTimeString([], { hour12: false }) + "." + String(d.getMilliseconds()).padStart(3, "0");
+}
+
+export function ms(ns) {
+  if (!ns) return "0 ms";
+  const v = ns / 1e6;
+  return v < 10 ? v.toFixed(1) + " ms" : Math.round(v) + " ms";
+}
+
+export function truncate(str, n) {
+  str = String(str ?? "");
+  return str.length > n ? str.slice(0, n - 1) + "…" : str;
+}
+
+export function reducedMotion() {
+  return window.matchMedia && window.matchMedia("(prefers-reduced-motion: reduce)").matches;
+}

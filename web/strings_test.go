@@ -1,0 +1,249 @@
+package web
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+var placeholder = regexp.MustCompile(`\{(\w+)\}`)
+
+// TestCatalogComplete: every key has both languages, and both fill the same
+// placeholders.
+func TestCatalogComplete(t *testing.T) {
+	for _, k := range Keys() {
+		txt := catalog[k]
+		if strings.TrimSpace(txt.ja) == "" {
+			t.Errorf("%q has no Japanese text", k)
+		}
+		if strings.TrimSpace(txt.en) == "" {
+			t.Errorf("%q has no English text", k)
+		}
+		if ja, en := placeholders(txt.ja), placeholders(txt.en); !slices.Equal(ja, en) {
+			t.Errorf("%q: placeholders differ: ja %v, en %v", k, ja, en)
+		}
+	}
+}
+
+func placeholders(s string) []string {
+	var out []string
+	for _, m := range placeholder.FindAllStringSubmatch(s, -1) {
+		out = append(out, m[1])
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+var (
+	jsKey    = regexp.MustCompile(`\bt\(\s*"([A-Za-z0-9_.\-]+)"\s*[,)]`)
+	templKey = regexp.MustCompile(`\.T\("([A-Za-z0-9_.\-]+)"\)`)
+)
+
+// sources returns the page's own sources: the templ file and the JS.
+func sources(t *testing.T) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	files, _ := filepath.Glob("static/js/*.js")
+	files = append(files, "page.templ")
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[f] = string(b)
+	}
+	return out
+}
+
+// TestKeysUsedExist: every literal key the page asks for is in the catalog.
+func TestKeysUsedExist(t *testing.T) {
+	for file, src := range sources(t) {
+		re := jsKey
+		if strings.HasSuffix(file, ".templ") {
+			re = templKey
+		}
+		for _, m := range re.FindAllStringSubmatch(src, -1) {
+			if _, ok := catalog[m[1]]; !ok {
+				t.Errorf("%s uses %q, which the catalog lacks", file, m[1])
+			}
+		}
+	}
+}
+
+// dynamicFamilies are the key prefixes the JS builds at run time from data
+// ("step." + key); TestFlowVocabularyTranslated covers them.
+var dynamicFamilies = []string{"ctrl.", "dep.", "step.", "nodestep.", "reason.", "hop.", "health.", "status.", "dg.", "action.", "lang."}
+
+// TestNoUnusedKeys keeps the catalog tidy: a key nobody uses is dead text
+// that translators would still maintain.
+func TestNoUnusedKeys(t *testing.T) {
+	all := strings.Join(func() []string {
+		var v []string
+		for _, s := range sources(t) {
+			v = append(v, s)
+		}
+		return v
+	}(), "\n")
+keys:
+	for _, k := range Keys() {
+		if strings.Contains(all, `"`+k+`"`) {
+			continue
+		}
+		for _, p := range dynamicFamilies {
+			if strings.HasPrefix(k, p) {
+				continue keys
+			}
+		}
+		t.Errorf("catalog key %q is not used by the page", k)
+	}
+}
+
+// constStrings reads the string constants (and string slice variables) of
+// a package's source without compiling it, so this test does not link
+// Kubernetes.
+func constStrings(t *testing.T, dir string, match func(name string) bool) map[string][]string {
+	t.Helper()
+	fset := token.NewFileSet()
+	out := map[string][]string{}
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no Go files in %s: %v", dir, err)
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(fset, f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, decl := range file.Decls {
+			gd, ok := decl.(*ast.GenDecl)
+			if !ok || (gd.Tok != token.CONST && gd.Tok != token.VAR) {
+				continue
+			}
+			for _, spec := range gd.Specs {
+				vs := spec.(*ast.ValueSpec)
+				for i, name := range vs.Names {
+					if !match(name.Name) || i >= len(vs.Values) {
+						continue
+					}
+					out[name.Name] = append(out[name.Name], stringsIn(vs.Values[i])...)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func stringsIn(e ast.Expr) []string {
+	var out []string
+	ast.Inspect(e, func(n ast.Node) bool {
+		if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+			if s, err := strconv.Unquote(lit.Value); err == nil {
+				out = append(out, s)
+			}
+		}
+		return true
+	})
+	return out
+}
+
+func need(t *testing.T, keys ...string) {
+	t.Helper()
+	for _, k := range keys {
+		if _, ok := catalog[k]; !ok {
+			t.Errorf("the catalog lacks %q", k)
+		}
+	}
+}
+
+// TestFlowVocabularyTranslated: every step key, stuck reason, controller,
+// hop kind and health state the lab can send has words on the page.
+func TestFlowVocabularyTranslated(t *testing.T) {
+	flowDir := filepath.Join("..", "lab", "flow")
+	steps := constStrings(t, flowDir, func(n string) bool { return n == "serviceStepKeys" || n == "nodeStepKeys" })
+	if len(steps["serviceStepKeys"]) != 6 || len(steps["nodeStepKeys"]) != 6 {
+		t.Fatalf("could not read the step keys from lab/flow: %v", steps)
+	}
+	for _, k := range steps["serviceStepKeys"] {
+		need(t, "step."+k, "step."+k+".desc")
+	}
+	for _, k := range steps["nodeStepKeys"] {
+		need(t, "nodestep."+k, "nodestep."+k+".desc")
+	}
+	reasons := constStrings(t, flowDir, func(n string) bool { return strings.HasPrefix(n, "Reason") })
+	if len(reasons) < 7 {
+		t.Fatalf("found only %d reason codes in lab/flow", len(reasons))
+	}
+	for _, v := range reasons {
+		need(t, "reason."+v[0])
+	}
+	status := constStrings(t, flowDir, func(n string) bool { return strings.HasPrefix(n, "Step") && n != "StepStatus" })
+	for _, v := range status {
+		need(t, "status."+v[0])
+	}
+
+	ctrls := constStrings(t, filepath.Join("..", "lab", "profile"), func(n string) bool {
+		return n == "Node" || n == "NodeLifecycle" || n == "Route" || n == "Service"
+	})
+	if len(ctrls) != 4 {
+		t.Fatalf("could not read the controller names from lab/profile: %v", ctrls)
+	}
+	shortcut := map[string]string{"node": "key.node", "nodelifecycle": "key.lifecycle", "route": "key.route", "service": "key.service"}
+	for _, v := range ctrls {
+		need(t, "ctrl."+v[0], "ctrl."+v[0]+".desc", "dep."+v[0], shortcut[v[0]])
+	}
+	need(t, "ctrl.lbc", "ctrl.lbc.desc", "dep.lbc")
+
+	hops := constStrings(t, filepath.Join("..", "lab", "dataplane"), func(n string) bool { return strings.HasPrefix(n, "Hop") })
+	if len(hops) < 7 {
+		t.Fatalf("found only %d hop kinds in lab/dataplane", len(hops))
+	}
+	for _, v := range hops {
+		need(t, "hop."+v[0])
+	}
+	health := constStrings(t, filepath.Join("..", "lab", "cloud"), func(n string) bool {
+		return n == "TargetInitial" || n == "TargetHealthy" || n == "TargetUnhealthy" || n == "TargetUnused"
+	})
+	if len(health) != 4 {
+		t.Fatalf("could not read the target health states from lab/cloud: %v", health)
+	}
+	for _, v := range health {
+		need(t, "health."+v[0])
+	}
+
+	for _, op := range []string{"stop", "start", "terminate"} {
+		need(t, "action."+op, "action."+op+".label")
+	}
+	for _, k := range []string{"service", "controller", "lb", "targets", "status"} { // diagram.js CONTROL_KEYS
+		need(t, "dg."+k)
+	}
+	for _, l := range Langs() {
+		need(t, "lang."+string(l))
+	}
+}
+
+// TestModulesListed: the page preloads exactly the modules app.js imports.
+func TestModulesListed(t *testing.T) {
+	files, _ := filepath.Glob("static/js/*.js")
+	var have []string
+	for _, f := range files {
+		if name := "js/" + filepath.Base(f); name != "js/app.js" {
+			have = append(have, name)
+		}
+	}
+	want := slices.Clone(jsModules)
+	slices.Sort(have)
+	slices.Sort(want)
+	if !slices.Equal(have, want) {
+		t.Errorf("jsModules = %v, static/js has %v", want, have)
+	}
+}
