@@ -14,6 +14,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/ccmlab/ccmlab/exercises"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/flow"
 	"github.com/ccmlab/ccmlab/lab/profile"
@@ -29,6 +30,9 @@ type Lab struct {
 	Hub         *hub.Hub
 	// Requests sends a request through the data plane (nil: no data plane).
 	Requests Requester
+	// Exercises and Console are nil in a lab without them.
+	Exercises *exercises.Service
+	Console   *exercises.Console
 	// Epoch names this run for websocket resumption.
 	Epoch string
 }
@@ -65,6 +69,12 @@ func (s *Server) routes() {
 	api(http.MethodGet, "/events/:kind/:ns/:name", s.getObjectEvents)
 	api(http.MethodPost, "/requests", s.sendRequest)
 	api(http.MethodGet, "/traces", s.getTraces)
+	api(http.MethodGet, "/exercises", s.listExercises)
+	api(http.MethodGet, "/exercises/:id", s.getExercise)
+	api(http.MethodPost, "/exercises/:id/check", s.checkExercise)
+	api(http.MethodPost, "/exercises/:id/reset", s.resetExercise)
+	api(http.MethodPost, "/exercises/:id/quiz/:q", s.answerQuiz)
+	api(http.MethodPost, "/console", s.runConsole)
 	s.echo.GET("/ws", s.websocket, s.needLab)
 	if s.cfg.Assets != nil {
 		s.echo.GET("/*", echo.WrapHandler(s.cfg.Assets))

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/ccmlab/ccmlab/controllers"
+	"github.com/ccmlab/ccmlab/exercises"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/controlplane"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
@@ -32,6 +33,7 @@ type lab struct {
 	cloud    *cloud.Cloud
 	observer *flow.Observer
 	hub      *hub.Hub
+	store    *exercises.Store
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -203,9 +205,25 @@ func startLab(ctx context.Context, cfg labConfig, cp *controlplane.ControlPlane,
 			return nil, err
 		}
 	}
+	l.store, err = exercises.Open(filepath.Join(cfg.dataDir, "progress.db"))
+	if err != nil {
+		return nil, err
+	}
+	ex, err := exercises.New(exercises.Config{
+		Env:   exercises.Env{Client: client, Cloud: c, Flow: l.observer, Controllers: manager, Dataplane: dp, Profile: cfg.profile},
+		Store: l.store, Nodes: cfg.nodes, Logger: cfg.logger.With("component", "exercises"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	console, err := exercises.NewConsole(exercises.ConsoleConfig{DataDir: cfg.dataDir})
+	if err != nil {
+		return nil, err
+	}
 	l.api = &server.Lab{
 		Profile: cfg.profile, Cloud: c, Controllers: manager, Flow: l.observer, Hub: l.hub,
 		Requests: requester{dp: dp, flow: l.observer}, Epoch: epoch,
+		Exercises: ex, Console: console,
 	}
 	progress("cloud, kubelets, ccm", time.Since(begin))
 	return l, nil
@@ -276,6 +294,9 @@ func (l *lab) stop() {
 		l.cancel()
 	}
 	l.wg.Wait()
+	if l.store != nil {
+		_ = l.store.Close()
+	}
 	if l.cloud != nil {
 		_ = l.cloud.Close()
 	}

@@ -1,0 +1,615 @@
+package exercises
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
+
+	"github.com/ccmlab/ccmlab/controllers"
+	"github.com/ccmlab/ccmlab/lab/cloud"
+	"github.com/ccmlab/ccmlab/lab/dataplane"
+	"github.com/ccmlab/ccmlab/lab/flow"
+	"github.com/ccmlab/ccmlab/lab/profile"
+)
+
+// The table tests below evaluate every check kind against a small lab
+// made of a real in-memory cloud and a fake clientset, once where it must
+// pass and once where it must fail: a check that cannot fail is a bug.
+
+type fakeControllers map[string]bool
+
+func (f fakeControllers) Status() map[string]bool {
+	out := map[string]bool{}
+	for k, v := range f {
+		out[k] = v
+	}
+	return out
+}
+func (f fakeControllers) Enable(n string) error  { f[n] = true; return nil }
+func (f fakeControllers) Disable(n string) error { f[n] = false; return nil }
+
+type fakeDataplane struct {
+	do func(r dataplane.Request, i int) dataplane.Trace
+	n  int
+}
+
+func (d *fakeDataplane) Do(_ context.Context, r dataplane.Request) (dataplane.Trace, error) {
+	if d.do == nil {
+		return dataplane.Trace{}, &dataplane.RequestError{Reason: dataplane.ReasonInvalid, Message: "no data plane"}
+	}
+	d.n++
+	tr := d.do(r, d.n)
+	tr.ID = fmt.Sprint(d.n)
+	return tr, nil
+}
+func (d *fakeDataplane) Traces() []dataplane.Trace { return nil }
+
+type fakeFlows map[string]flow.ServiceFlow
+
+func (f fakeFlows) ServiceFlow(key string) (flow.ServiceFlow, bool) { s, ok := f[key]; return s, ok }
+func (f fakeFlows) NodeFlow(string) (flow.NodeFlow, bool)           { return flow.NodeFlow{}, false }
+
+type fixture struct {
+	t     *testing.T
+	ctx   context.Context
+	cloud *cloud.Cloud
+	objs  []runtime.Object
+	ctrl  fakeControllers
+	dp    *fakeDataplane
+	flows fakeFlows
+	start time.Time
+}
+
+func newFixture(t *testing.T) *fixture {
+	c, err := cloud.New(cloud.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{t: t, ctx: context.Background(), cloud: c, ctrl: fakeControllers{"node": true, "nodelifecycle": true, "route": true, "service": true},
+		dp: &fakeDataplane{}, flows: fakeFlows{}}
+}
+
+func (f *fixture) env() Env {
+	p, _ := profile.Get("aws")
+	return Env{Client: fake.NewClientset(f.objs...), Cloud: f.cloud, Flow: f.flows, Controllers: f.ctrl, Dataplane: f.dp, Profile: p}
+}
+
+func (f *fixture) eval(c CheckSpec) Outcome {
+	f.t.Helper()
+	if err := c.validate(); err != nil {
+		f.t.Fatalf("invalid spec: %v", err)
+	}
+	e := &evalCtx{env: f.env(), start: f.start}
+	return e.evaluate(f.ctx, c)
+}
+
+func (f *fixture) launch() cloud.Instance {
+	inst, err := f.cloud.RunInstance(f.ctx, cloud.RunInstanceInput{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return inst
+}
+
+// node adds an initialized, Ready Node for inst with podCIDR 10.244.<i>.0/24.
+func (f *fixture) node(inst cloud.Instance, i int, mods ...func(*corev1.Node)) *corev1.Node {
+	n := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: inst.PrivateDNSName, Labels: map[string]string{
+			flow.LabelZone: inst.Zone, flow.LabelRegion: f.cloud.Config().Region, flow.LabelInstanceType: inst.InstanceType,
+		}},
+		Spec: corev1.NodeSpec{ProviderID: "aws:///" + inst.Zone + "/" + inst.ID, PodCIDR: fmt.Sprintf("10.244.%d.0/24", i)},
+		Status: corev1.NodeStatus{
+			Addresses:  []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: inst.PrivateIP}, {Type: corev1.NodeHostName, Address: inst.PrivateDNSName}},
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+		},
+	}
+	for _, m := range mods {
+		m(n)
+	}
+	f.objs = append(f.objs, n)
+	return n
+}
+
+func tainted(n *corev1.Node) {
+	n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: flow.TaintUninitialized, Value: "true", Effect: corev1.TaintEffectNoSchedule})
+}
+
+func notReady(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionUnknown }
+
+func (f *fixture) svc(name string, mods ...func(*corev1.Service)) *corev1.Service {
+	s := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: Namespace, UID: types.UID("uid-" + name)},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, ClusterIP: "10.96.0.10",
+			Ports: []corev1.ServicePort{{Port: 80, NodePort: 30080, Protocol: corev1.ProtocolTCP}}},
+	}
+	for _, m := range mods {
+		m(s)
+	}
+	f.objs = append(f.objs, s)
+	return s
+}
+
+func local(s *corev1.Service) {
+	s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	s.Spec.HealthCheckNodePort = 32000
+}
+
+func (f *fixture) event(s *corev1.Service, uid types.UID, reason, msg string) {
+	f.objs = append(f.objs, &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: fmt.Sprintf("%s.%d", s.Name, len(f.objs)), Namespace: Namespace},
+		InvolvedObject: corev1.ObjectReference{Kind: "Service", Namespace: Namespace, Name: s.Name, UID: uid},
+		Reason:         reason, Message: msg, Source: corev1.EventSource{Component: "service-controller"},
+	})
+}
+
+func (f *fixture) pod(name, node string, phase corev1.PodPhase, ready bool, schedMsg string) {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: Namespace, Labels: map[string]string{"app": "x"}},
+		Spec:       corev1.PodSpec{NodeName: node},
+		Status:     corev1.PodStatus{Phase: phase},
+	}
+	if schedMsg != "" {
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Message: schedMsg})
+	}
+	if ready {
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue})
+	}
+	f.objs = append(f.objs, p)
+}
+
+// endpoints adds an EndpointSlice with one ready endpoint per ip@node.
+func (f *fixture) endpoints(s *corev1.Service, eps ...string) {
+	es := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: s.Name + "-es", Namespace: Namespace, Labels: map[string]string{discoveryv1.LabelServiceName: s.Name}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+	}
+	for _, ep := range eps {
+		ip, node, _ := strings.Cut(ep, "@")
+		es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{Addresses: []string{ip}, NodeName: ptr.To(node), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}})
+	}
+	f.objs = append(f.objs, es)
+}
+
+// lb creates the Service's load balancer in the cloud with targets
+// "id:port=health" and, when hc > 0, a health check on that port.
+func (f *fixture) lb(s *corev1.Service, tt cloud.TargetType, hc int32, targets ...string) cloud.LoadBalancer {
+	name := lbName(s)
+	lb, err := f.cloud.CreateLoadBalancer(f.ctx, cloud.CreateLoadBalancerInput{Name: name, TargetType: tt, Listeners: []cloud.Listener{{Protocol: "TCP", Port: 80, TargetPort: 30080}}})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var ts []cloud.Target
+	health := map[string]cloud.TargetHealth{}
+	for _, spec := range targets {
+		idPort, h, _ := strings.Cut(spec, "=")
+		id, port, _ := strings.Cut(idPort, ":")
+		var p int32
+		fmt.Sscan(port, &p)
+		ts = append(ts, cloud.Target{ID: id, Port: p})
+		health[id] = cloud.TargetHealth(h)
+	}
+	if len(ts) > 0 {
+		if err := f.cloud.RegisterTargets(f.ctx, name, ts); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	if hc > 0 {
+		if err := f.cloud.ConfigureHealthCheck(f.ctx, name, cloud.HealthCheck{Protocol: "HTTP", Port: hc, Path: "/healthz"}); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	for id, h := range health {
+		if h != "" {
+			if err := f.cloud.SetTargetHealth(name, id, 0, h, ""); err != nil {
+				f.t.Fatal(err)
+			}
+		}
+	}
+	lb, _ = f.cloud.LookupLoadBalancer(name)
+	return lb
+}
+
+func (f *fixture) route(cidr, instID string) {
+	if err := f.cloud.CreateRoute(f.ctx, cidr, instID); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *fixture) terminate(inst cloud.Instance) {
+	if _, err := f.cloud.TerminateInstance(f.ctx, inst.ID); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func withIngress(host string) func(*corev1.Service) {
+	return func(s *corev1.Service) {
+		s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{Hostname: host}}
+	}
+}
+
+// two launches two instances with initialized Nodes.
+func (f *fixture) two(mods ...func(*corev1.Node)) (cloud.Instance, cloud.Instance) {
+	a, b := f.launch(), f.launch()
+	f.node(a, 0, mods...)
+	f.node(b, 1, mods...)
+	return a, b
+}
+
+func okTrace(pod, node string) dataplane.Trace {
+	return dataplane.Trace{Status: 200, Pod: "default/" + pod, PodNode: node, ClientIP: "203.0.113.10", SourceIPSeenByPod: "203.0.113.10", Policy: dataplane.PolicyLocal}
+}
+
+type checkCase struct {
+	name  string
+	spec  CheckSpec
+	setup func(f *fixture)
+	pass  bool
+}
+
+func checkCases() []checkCase {
+	on, off := ptr.To(true), ptr.To(false)
+	later := func(f *fixture) { f.start = time.Now().Add(time.Hour) }
+	return []checkCase{
+		{"new node", CheckSpec{Kind: "newNodes"}, func(f *fixture) { f.two() }, true},
+		{"no new node", CheckSpec{Kind: "newNodes"}, func(f *fixture) { f.two(); later(f) }, false},
+		{"too few new nodes", CheckSpec{Kind: "newNodes", Min: 3}, func(f *fixture) { f.two() }, false},
+
+		{"initialized", CheckSpec{Kind: "nodesInitialized", Nodes: "new"}, func(f *fixture) { f.two() }, true},
+		{"still tainted", CheckSpec{Kind: "nodesInitialized"}, func(f *fixture) { f.two(tainted) }, false},
+		{"initialized, none new", CheckSpec{Kind: "nodesInitialized", Nodes: "new"}, func(f *fixture) { f.two(); later(f) }, false},
+
+		{"providerID", CheckSpec{Kind: "nodeProviderID"}, func(f *fixture) { f.two() }, true},
+		{"no providerID", CheckSpec{Kind: "nodeProviderID"}, func(f *fixture) { f.two(func(n *corev1.Node) { n.Spec.ProviderID = "" }) }, false},
+		{"wrong providerID", CheckSpec{Kind: "nodeProviderID"}, func(f *fixture) {
+			f.two(func(n *corev1.Node) { n.Spec.ProviderID = "aws:///ap-northeast-1a/i-00000000000000000" })
+		}, false},
+
+		{"addresses", CheckSpec{Kind: "nodeAddresses"}, func(f *fixture) { f.two() }, true},
+		{"wrong address", CheckSpec{Kind: "nodeAddresses"}, func(f *fixture) {
+			f.two(func(n *corev1.Node) { n.Status.Addresses[0].Address = "192.0.2.1" })
+		}, false},
+
+		{"labels", CheckSpec{Kind: "nodeLabels"}, func(f *fixture) { f.two() }, true},
+		{"no zone label", CheckSpec{Kind: "nodeLabels"}, func(f *fixture) { f.two(func(n *corev1.Node) { delete(n.Labels, flow.LabelZone) }) }, false},
+
+		{"tainted", CheckSpec{Kind: "nodeTainted"}, func(f *fixture) { f.two(tainted) }, true},
+		{"not tainted", CheckSpec{Kind: "nodeTainted"}, func(f *fixture) { f.two() }, false},
+		{"no nodes at all", CheckSpec{Kind: "nodeTainted"}, func(*fixture) {}, false},
+
+		{"ready", CheckSpec{Kind: "nodesReady"}, func(f *fixture) { f.two() }, true},
+		{"not ready", CheckSpec{Kind: "nodesReady"}, func(f *fixture) { f.two(notReady) }, false},
+
+		{"pending on taint", CheckSpec{Kind: "podsPending", Selector: "app=x", Reason: "untolerated taint"}, func(f *fixture) {
+			f.pod("p", "", corev1.PodPending, false, "0/3 nodes are available: 3 node(s) had untolerated taint(s).")
+		}, true},
+		{"pending for another reason", CheckSpec{Kind: "podsPending", Selector: "app=x", Reason: "untolerated taint"}, func(f *fixture) {
+			f.pod("p", "", corev1.PodPending, false, "0/3 nodes are available: 3 Insufficient cpu.")
+		}, false},
+		{"running, not pending", CheckSpec{Kind: "podsPending", Selector: "app=x"}, func(f *fixture) { f.pod("p", "n1", corev1.PodRunning, true, "") }, false},
+		{"no pods", CheckSpec{Kind: "podsPending", Selector: "app=x"}, func(*fixture) {}, false},
+
+		{"running", CheckSpec{Kind: "podsRunning", Selector: "app=x"}, func(f *fixture) { f.pod("p", "n1", corev1.PodRunning, true, "") }, true},
+		{"pending, not running", CheckSpec{Kind: "podsRunning", Selector: "app=x"}, func(f *fixture) { f.pod("p", "", corev1.PodPending, false, "x") }, false},
+
+		{"pending ip", CheckSpec{Kind: "serviceExternalIP", Name: "web", State: "pending"}, func(f *fixture) { f.svc("web") }, true},
+		{"ip set but pending wanted", CheckSpec{Kind: "serviceExternalIP", Name: "web", State: "pending"}, func(f *fixture) { f.svc("web", withIngress("x.example")) }, false},
+		{"ip set", CheckSpec{Kind: "serviceExternalIP", Name: "web", State: "set"}, func(f *fixture) {
+			s := f.svc("web")
+			lb := f.lb(s, cloud.TargetTypeInstance, 0)
+			withIngress(lb.DNSName)(s)
+		}, true},
+		{"ip set without a load balancer", CheckSpec{Kind: "serviceExternalIP", Name: "web", State: "set"}, func(f *fixture) { f.svc("web", withIngress("made.up")) }, false},
+		{"ip still pending", CheckSpec{Kind: "serviceExternalIP", Name: "web", State: "set"}, func(f *fixture) { f.svc("web") }, false},
+		{"no service", CheckSpec{Kind: "serviceExternalIP", Name: "web", State: "pending"}, func(*fixture) {}, false},
+
+		{"class", CheckSpec{Kind: "serviceClass", Name: "web", Class: "service.k8s.aws/nlb"}, func(f *fixture) {
+			f.svc("web", func(s *corev1.Service) { s.Spec.LoadBalancerClass = ptr.To("service.k8s.aws/nlb") })
+		}, true},
+		{"no class", CheckSpec{Kind: "serviceClass", Name: "web", Class: "service.k8s.aws/nlb"}, func(f *fixture) { f.svc("web") }, false},
+
+		{"events", CheckSpec{Kind: "serviceEvents", Name: "web", Reasons: []string{"SyncLoadBalancerFailed"}, Message: "AccessDenied"}, func(f *fixture) {
+			s := f.svc("web")
+			f.event(s, s.UID, "SyncLoadBalancerFailed", "Error syncing load balancer: AccessDenied: CreateLoadBalancer")
+		}, true},
+		{"events of an older service with the same name", CheckSpec{Kind: "serviceEvents", Name: "web", Reasons: []string{"EnsuredLoadBalancer"}}, func(f *fixture) {
+			s := f.svc("web")
+			f.event(s, "uid-old", "EnsuredLoadBalancer", "Ensured load balancer")
+		}, false},
+		{"event without the message", CheckSpec{Kind: "serviceEvents", Name: "web", Reasons: []string{"SyncLoadBalancerFailed"}, Message: "AccessDenied"}, func(f *fixture) {
+			s := f.svc("web")
+			f.event(s, s.UID, "SyncLoadBalancerFailed", "Throttling")
+		}, false},
+
+		{"no events", CheckSpec{Kind: "noControllerEvents", Name: "web"}, func(f *fixture) {
+			s := f.svc("web")
+			f.event(s, "uid-old", "EnsuringLoadBalancer", "")
+		}, true},
+		{"an event", CheckSpec{Kind: "noControllerEvents", Name: "web"}, func(f *fixture) {
+			s := f.svc("web")
+			f.event(s, s.UID, "EnsuringLoadBalancer", "")
+		}, false},
+
+		{"clusterip answers", CheckSpec{Kind: "serviceAnswers", Name: "web", Via: "clusterip"}, func(f *fixture) {
+			f.svc("web")
+			f.dp.do = func(r dataplane.Request, _ int) dataplane.Trace {
+				if r.IP != "10.96.0.10" || r.Port != 80 {
+					return dataplane.Trace{Status: 502}
+				}
+				return okTrace("web-1", "n1")
+			}
+		}, true},
+		{"nodeport does not answer", CheckSpec{Kind: "serviceAnswers", Name: "web", Via: "nodeport"}, func(f *fixture) {
+			f.two()
+			f.svc("web")
+			f.dp.do = func(dataplane.Request, int) dataplane.Trace {
+				return dataplane.Trace{Status: 503, Error: "no endpoints"}
+			}
+		}, false},
+		{"nodeport answers", CheckSpec{Kind: "serviceAnswers", Name: "web", Via: "nodeport"}, func(f *fixture) {
+			f.two()
+			f.svc("web")
+			f.dp.do = func(r dataplane.Request, _ int) dataplane.Trace {
+				if r.Port != 30080 || r.Node == "" {
+					return dataplane.Trace{Status: 502}
+				}
+				return okTrace("web-1", r.Node)
+			}
+		}, true},
+
+		{"flow stuck", CheckSpec{Kind: "serviceFlow", Name: "web", Reason: flow.ReasonNoServiceController}, func(f *fixture) {
+			f.flows["default/web"] = flow.ServiceFlow{Step: 1, Stuck: &flow.Stuck{Reason: flow.ReasonNoServiceController}}
+		}, true},
+		{"flow not stuck", CheckSpec{Kind: "serviceFlow", Name: "web", Reason: flow.ReasonNoServiceController}, func(f *fixture) {
+			f.flows["default/web"] = flow.ServiceFlow{Step: 5}
+		}, false},
+		{"flow at step 5", CheckSpec{Kind: "serviceFlow", Name: "web", Step: 5}, func(f *fixture) {
+			f.flows["default/web"] = flow.ServiceFlow{Step: 5}
+		}, true},
+
+		{"controller off", CheckSpec{Kind: "controllerEnabled", Controller: "service", Enabled: off}, func(f *fixture) { f.ctrl["service"] = false }, true},
+		{"controller on, off wanted", CheckSpec{Kind: "controllerEnabled", Controller: "service", Enabled: off}, func(*fixture) {}, false},
+		{"controller absent", CheckSpec{Kind: "controllerEnabled", Controller: "lbc", Enabled: on}, func(*fixture) {}, false},
+
+		{"denied", CheckSpec{Kind: "cloudDeny", Action: cloud.ActionCreateLoadBalancer, Denied: on}, func(f *fixture) {
+			_ = f.cloud.SetFaults(cloud.Faults{Deny: []string{cloud.ActionCreateLoadBalancer}})
+		}, true},
+		{"not denied", CheckSpec{Kind: "cloudDeny", Action: cloud.ActionCreateLoadBalancer, Denied: on}, func(*fixture) {}, false},
+		{"still denied", CheckSpec{Kind: "cloudDeny", Action: cloud.ActionCreateLoadBalancer, Denied: off}, func(f *fixture) {
+			_ = f.cloud.SetFaults(cloud.Faults{Deny: []string{cloud.ActionCreateLoadBalancer}})
+		}, false},
+
+		{"ip targets", CheckSpec{Kind: "lbTargets", Name: "web", Mode: "ip"}, func(f *fixture) {
+			s := f.svc("web")
+			f.endpoints(s, "10.244.0.5@n1", "10.244.1.5@n2")
+			f.lb(s, cloud.TargetTypeIP, 0, "10.244.0.5:80", "10.244.1.5:80")
+		}, true},
+		{"ip targets out of date", CheckSpec{Kind: "lbTargets", Name: "web", Mode: "ip"}, func(f *fixture) {
+			s := f.svc("web")
+			f.endpoints(s, "10.244.0.5@n1", "10.244.1.5@n2")
+			f.lb(s, cloud.TargetTypeIP, 0, "10.244.0.5:80")
+		}, false},
+		{"instance targets", CheckSpec{Kind: "lbTargets", Name: "web", Mode: "instance"}, func(f *fixture) {
+			a, b := f.two()
+			f.lb(f.svc("web"), cloud.TargetTypeInstance, 0, a.ID+":30080", b.ID+":30080")
+		}, true},
+		{"instance targets but ip wanted", CheckSpec{Kind: "lbTargets", Name: "web", Mode: "ip"}, func(f *fixture) {
+			a, _ := f.two()
+			f.lb(f.svc("web"), cloud.TargetTypeInstance, 0, a.ID+":30080")
+		}, false},
+		{"instance targets on the wrong port", CheckSpec{Kind: "lbTargets", Name: "web", Mode: "instance"}, func(f *fixture) {
+			a, _ := f.two()
+			f.lb(f.svc("web"), cloud.TargetTypeInstance, 0, a.ID+":31999")
+		}, false},
+
+		{"extra hop with Cluster", CheckSpec{Kind: "extraHop", Name: "web", Policy: "Cluster"}, func(f *fixture) {
+			a, b := f.two()
+			f.lb(f.svc("web"), cloud.TargetTypeInstance, 0, a.ID+":30080", b.ID+":30080")
+			f.dp.do = func(_ dataplane.Request, i int) dataplane.Trace {
+				tr := okTrace("web-1", a.PrivateDNSName)
+				tr.Policy = dataplane.PolicyCluster
+				if i%2 == 0 {
+					tr.ExtraHop, tr.SourceIPSeenByPod = true, b.PrivateIP
+				}
+				return tr
+			}
+		}, true},
+		{"no extra hop with Cluster", CheckSpec{Kind: "extraHop", Name: "web", Policy: "Cluster"}, func(f *fixture) {
+			a, b := f.two()
+			f.lb(f.svc("web"), cloud.TargetTypeInstance, 0, a.ID+":30080", b.ID+":30080")
+			f.dp.do = func(dataplane.Request, int) dataplane.Trace { return okTrace("web-1", a.PrivateDNSName) }
+		}, false},
+		{"Local keeps the client IP", CheckSpec{Kind: "extraHop", Name: "web", Policy: "Local"}, func(f *fixture) {
+			a, b := f.two()
+			f.lb(f.svc("web", local), cloud.TargetTypeInstance, 32000, a.ID+":30080", b.ID+":30080")
+			f.dp.do = func(_ dataplane.Request, i int) dataplane.Trace {
+				if i%2 == 0 {
+					return dataplane.Trace{Status: 504, Error: "dropped"}
+				}
+				return okTrace("web-1", a.PrivateDNSName)
+			}
+		}, true},
+		{"Local wanted, Cluster set", CheckSpec{Kind: "extraHop", Name: "web", Policy: "Local"}, func(f *fixture) {
+			a, _ := f.two()
+			f.lb(f.svc("web"), cloud.TargetTypeInstance, 0, a.ID+":30080")
+			f.dp.do = func(dataplane.Request, int) dataplane.Trace { return okTrace("web-1", a.PrivateDNSName) }
+		}, false},
+		{"Local but SNAT seen", CheckSpec{Kind: "extraHop", Name: "web", Policy: "Local"}, func(f *fixture) {
+			a, b := f.two()
+			f.lb(f.svc("web", local), cloud.TargetTypeInstance, 32000, a.ID+":30080")
+			f.dp.do = func(dataplane.Request, int) dataplane.Trace {
+				tr := okTrace("web-1", a.PrivateDNSName)
+				tr.SourceIPSeenByPod = b.PrivateIP
+				return tr
+			}
+		}, false},
+
+		{"health follows pods", CheckSpec{Kind: "healthChecksFollowPods", Name: "web"}, func(f *fixture) {
+			a, b := f.two()
+			s := f.svc("web", local)
+			f.endpoints(s, "10.244.0.5@"+a.PrivateDNSName)
+			f.lb(s, cloud.TargetTypeInstance, 32000, a.ID+":30080=healthy", b.ID+":30080=unhealthy")
+		}, true},
+		{"health not updated yet", CheckSpec{Kind: "healthChecksFollowPods", Name: "web"}, func(f *fixture) {
+			a, b := f.two()
+			s := f.svc("web", local)
+			f.endpoints(s, "10.244.0.5@"+a.PrivateDNSName)
+			f.lb(s, cloud.TargetTypeInstance, 32000, a.ID+":30080=healthy", b.ID+":30080=healthy")
+		}, false},
+		{"health check on the wrong port", CheckSpec{Kind: "healthChecksFollowPods", Name: "web"}, func(f *fixture) {
+			a, b := f.two()
+			s := f.svc("web", local)
+			f.endpoints(s, "10.244.0.5@"+a.PrivateDNSName)
+			f.lb(s, cloud.TargetTypeInstance, 30080, a.ID+":30080=healthy", b.ID+":30080=unhealthy")
+		}, false},
+
+		{"uneven", CheckSpec{Kind: "unevenLoad", Name: "web"}, func(f *fixture) {
+			a, b := f.two()
+			s := f.svc("web", local)
+			f.endpoints(s, "10.244.0.5@"+a.PrivateDNSName, "10.244.0.6@"+a.PrivateDNSName, "10.244.1.5@"+b.PrivateDNSName)
+			f.lb(s, cloud.TargetTypeInstance, 32000, a.ID+":30080=healthy", b.ID+":30080=healthy")
+		}, true},
+		{"even", CheckSpec{Kind: "unevenLoad", Name: "web"}, func(f *fixture) {
+			a, b := f.two()
+			s := f.svc("web", local)
+			f.endpoints(s, "10.244.0.5@"+a.PrivateDNSName, "10.244.1.5@"+b.PrivateDNSName)
+			f.lb(s, cloud.TargetTypeInstance, 32000, a.ID+":30080=healthy", b.ID+":30080=healthy")
+		}, false},
+
+		{"routes", CheckSpec{Kind: "routeForEveryNode"}, func(f *fixture) {
+			a, b := f.two()
+			f.route("10.244.0.0/24", a.ID)
+			f.route("10.244.1.0/24", b.ID)
+		}, true},
+		{"a route missing", CheckSpec{Kind: "routeForEveryNode"}, func(f *fixture) {
+			a, _ := f.two()
+			f.route("10.244.0.0/24", a.ID)
+		}, false},
+		{"route to the wrong instance", CheckSpec{Kind: "routeForEveryNode"}, func(f *fixture) {
+			a, b := f.two()
+			f.route("10.244.0.0/24", a.ID)
+			f.route("10.244.1.0/24", a.ID)
+			_ = b
+		}, false},
+
+		{"no route yet", CheckSpec{Kind: "nodeWithoutRoute", Nodes: "new"}, func(f *fixture) { f.two() }, true},
+		{"route already there", CheckSpec{Kind: "nodeWithoutRoute", Nodes: "new"}, func(f *fixture) {
+			a, _ := f.two()
+			f.route("10.244.0.0/24", a.ID)
+		}, false},
+
+		{"no stale routes", CheckSpec{Kind: "noStaleRoutes"}, func(f *fixture) {
+			a, _ := f.two()
+			f.route("10.244.0.0/24", a.ID)
+		}, true},
+		{"blackhole route", CheckSpec{Kind: "noStaleRoutes"}, func(f *fixture) {
+			a, _ := f.two()
+			f.route("10.244.0.0/24", a.ID)
+			f.terminate(a)
+		}, false},
+		{"route without a node", CheckSpec{Kind: "noStaleRoutes"}, func(f *fixture) {
+			a, _ := f.two()
+			f.route("10.244.9.0/24", a.ID)
+		}, false},
+
+		{"terminated", CheckSpec{Kind: "instanceTerminated"}, func(f *fixture) {
+			a, _ := f.two()
+			f.terminate(a)
+		}, true},
+		{"nothing terminated", CheckSpec{Kind: "instanceTerminated"}, func(f *fixture) { f.two() }, false},
+		{"terminated before the start", CheckSpec{Kind: "instanceTerminated"}, func(f *fixture) {
+			a, _ := f.two()
+			f.terminate(a)
+			later(f)
+		}, false},
+
+		{"node left NotReady", CheckSpec{Kind: "nodeNotReady"}, func(f *fixture) {
+			a := f.launch()
+			f.node(a, 0, notReady)
+			f.terminate(a)
+		}, true},
+		{"node still Ready", CheckSpec{Kind: "nodeNotReady"}, func(f *fixture) {
+			a := f.launch()
+			f.node(a, 0)
+			f.terminate(a)
+		}, false},
+		{"node already deleted", CheckSpec{Kind: "nodeNotReady"}, func(f *fixture) { f.terminate(f.launch()) }, false},
+
+		{"node deleted", CheckSpec{Kind: "nodeDeleted", Nodes: "new"}, func(f *fixture) {
+			a, _ := f.two()
+			f.objs = f.objs[1:] // the Node of a
+			f.terminate(a)
+		}, true},
+		{"node not deleted", CheckSpec{Kind: "nodeDeleted"}, func(f *fixture) {
+			a, _ := f.two()
+			f.terminate(a)
+		}, false},
+	}
+}
+
+func TestCheckKinds(t *testing.T) {
+	passes, fails := map[string]bool{}, map[string]bool{}
+	for _, tc := range checkCases() {
+		t.Run(tc.spec.Kind+"/"+tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			tc.setup(f)
+			o := f.eval(tc.spec)
+			if o.Pass != tc.pass {
+				t.Fatalf("pass = %v, want %v: %s", o.Pass, tc.pass, o.Detail.EN)
+			}
+			if !o.Detail.complete() {
+				t.Errorf("detail lacks a language: %+v", o.Detail)
+			}
+			if strings.Contains(o.Detail.EN+o.Detail.JA, "%!") {
+				t.Errorf("detail has a formatting error: %+v", o.Detail)
+			}
+		})
+		if tc.pass {
+			passes[tc.spec.Kind] = true
+		} else {
+			fails[tc.spec.Kind] = true
+		}
+	}
+	for _, k := range CheckKinds() {
+		if !passes[k] {
+			t.Errorf("check kind %s has no passing case", k)
+		}
+		if !fails[k] {
+			t.Errorf("check kind %s has no failing case: a check that cannot fail is a bug", k)
+		}
+	}
+}
+
+func TestCheckSpecValidation(t *testing.T) {
+	for _, tc := range []struct {
+		spec CheckSpec
+		want string
+	}{
+		{CheckSpec{Kind: "nope"}, "unknown check kind"},
+		{CheckSpec{Kind: "serviceExternalIP", Name: "web"}, `"state" is required`},
+		{CheckSpec{Kind: "serviceExternalIP", Name: "web", State: "maybe"}, `state "maybe"`},
+		{CheckSpec{Kind: "nodesReady", Name: "web"}, `"name" does not apply`},
+		{CheckSpec{Kind: "controllerEnabled", Controller: "dns", Enabled: ptr.To(true)}, `controller "dns"`},
+		{CheckSpec{Kind: "cloudDeny", Action: "FlyToTheMoon", Denied: ptr.To(true)}, `action "FlyToTheMoon"`},
+		{CheckSpec{Kind: "podsPending", Selector: "app in (("}, "selector"},
+		{CheckSpec{Kind: "serviceFlow", Name: "web"}, "set step or reason"},
+		{CheckSpec{Kind: "nodesReady", Nodes: "some"}, `nodes "some"`},
+	} {
+		err := tc.spec.validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: err = %v, want it to mention %s", tc.spec, err, tc.want)
+		}
+	}
+	if err := (CheckSpec{Kind: "controllerEnabled", Controller: controllers.AddonLBC, Enabled: ptr.To(false)}).validate(); err != nil {
+		t.Errorf("enabled: false must be a valid parameter: %v", err)
+	}
+}

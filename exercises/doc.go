@@ -1,0 +1,35 @@
+// Package exercises turns the chapter into hands-on labs that check
+// themselves against the lab's real state.
+//
+// It has five parts:
+//
+//   - The exercises (defs/*.yaml, embedded; the format is in FORMAT.md):
+//     one file per exercise, every text in Japanese and English, with
+//     steps (commands to try, checks, hints, an explanation shown after
+//     success), a quiz with the reasoning for every choice, and the setup
+//     "reset exercise" applies. A file that misses a translation, names an
+//     unknown check or has a quiz without exactly one right answer does not
+//     load.
+//   - The checker (checks.go): named check kinds with parameters
+//     (nodesInitialized, podsPending, serviceExternalIP, serviceEvents,
+//     extraHop, routeForEveryNode, nodeDeleted, ...), each evaluated
+//     against the running lab through Env: the apiserver, the simulated
+//     cloud, the flows, the controller switches and the data plane. Checks
+//     that prove traffic flows send their own requests through the data
+//     plane. Every kind is table-tested both passing and failing.
+//   - Progress (store.go): an SQLite file (modernc.org/sqlite, pure Go) in
+//     the data dir keeps, per exercise, when it was started, per step when
+//     it passed and how many checks it took, and per question the last
+//     answer, across restarts.
+//   - Service (service.go, reset.go): List, Get, Check, Answer and Reset,
+//     the calls behind the HTTP endpoints. Check walks the steps in order,
+//     so a step passes only after the ones before it. Reset applies an
+//     exercise's setup to the running lab (switches, faults, objects,
+//     nodes, taints) and clears its progress.
+//   - Console (console.go): runs one kubectl command typed in the page with
+//     the embedded kubectl of the ccmlab binary, against the lab's
+//     kubeconfig, without a shell: a small quote-aware splitter refuses
+//     separators, pipes, redirections and substitutions, and a policy
+//     allows only the chapter's subcommands and no flag that reaches files,
+//     the host or other credentials.
+package exercises

@@ -1,0 +1,92 @@
+package exercises
+
+import (
+	"context"
+	"errors"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/ccmlab/ccmlab/controllers"
+	"github.com/ccmlab/ccmlab/lab/cloud"
+	"github.com/ccmlab/ccmlab/lab/dataplane"
+	"github.com/ccmlab/ccmlab/lab/flow"
+	"github.com/ccmlab/ccmlab/lab/profile"
+)
+
+// Namespace is where every exercise's objects live, as in the chapter.
+const Namespace = "default"
+
+// Controllers is the CCM manager as exercises see it (*controllers.Manager
+// satisfies it).
+type Controllers interface {
+	Status() map[string]bool
+	Enable(name string) error
+	Disable(name string) error
+}
+
+// Dataplane sends requests through the lab's network (*dataplane.Dataplane
+// satisfies it). Checks that prove traffic flows send their own requests,
+// which show up on the page like any other.
+type Dataplane interface {
+	Do(ctx context.Context, r dataplane.Request) (dataplane.Trace, error)
+	Traces() []dataplane.Trace
+}
+
+// Flows is the part of *flow.Observer the checks read.
+type Flows interface {
+	ServiceFlow(key string) (flow.ServiceFlow, bool)
+	NodeFlow(name string) (flow.NodeFlow, bool)
+}
+
+// Env is the running lab a check is evaluated against. Every field is
+// required.
+type Env struct {
+	Client      kubernetes.Interface
+	Cloud       *cloud.Cloud
+	Flow        Flows
+	Controllers Controllers
+	Dataplane   Dataplane
+	Profile     profile.Profile
+}
+
+func (e Env) validate() error {
+	var errs []error
+	if e.Client == nil {
+		errs = append(errs, errors.New("Env.Client is required"))
+	}
+	if e.Cloud == nil {
+		errs = append(errs, errors.New("Env.Cloud is required"))
+	}
+	if e.Flow == nil {
+		errs = append(errs, errors.New("Env.Flow is required"))
+	}
+	if e.Controllers == nil {
+		errs = append(errs, errors.New("Env.Controllers is required"))
+	}
+	if e.Dataplane == nil {
+		errs = append(errs, errors.New("Env.Dataplane is required"))
+	}
+	if e.Profile.Name == "" {
+		errs = append(errs, errors.New("Env.Profile is required"))
+	}
+	return errors.Join(errs...)
+}
+
+func profileNames() []string { return profile.Names() }
+
+// switchNames are the names Controllers.Status may report: the CCM
+// controllers and the add-ons.
+func switchNames() []string { return append(profile.AllControllers(), controllers.AddonLBC) }
+
+// Errors the server maps to HTTP statuses.
+var (
+	// ErrNotFound: no exercise or question with that id (404).
+	ErrNotFound = errors.New("not found")
+	// ErrBadInput: a malformed request, e.g. a choice out of range, an
+	// unknown language or a console line that is not an allowed kubectl
+	// command (400).
+	ErrBadInput = errors.New("bad input")
+	// ErrUnavailable: the exercise needs a profile, controller or add-on
+	// this lab does not have (409).
+	ErrUnavailable = errors.New("exercise not available in this lab")
+)

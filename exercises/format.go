@@ -1,0 +1,341 @@
+package exercises
+
+import (
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// The exercise files. One file per exercise; FORMAT.md describes them.
+//
+//go:embed defs/*.yaml
+var defsFS embed.FS
+
+// Languages every text must be written in.
+const (
+	LangJA = "ja"
+	LangEN = "en"
+)
+
+// Text is one string in both of the lab's languages. Both are required: a
+// file with a missing translation does not load.
+type Text struct {
+	JA string `json:"ja"`
+	EN string `json:"en"`
+}
+
+// In returns the text in lang ("ja" or "en").
+func (t Text) In(lang string) string {
+	if lang == LangJA {
+		return t.JA
+	}
+	return t.EN
+}
+
+func (t Text) complete() bool {
+	return strings.TrimSpace(t.JA) != "" && strings.TrimSpace(t.EN) != ""
+}
+
+// Exercise is one file of defs/.
+type Exercise struct {
+	ID    string     `json:"id"`
+	Order int        `json:"order"`
+	Title Text       `json:"title"`
+	Goal  Text       `json:"goal"`
+	Setup Setup      `json:"setup"`
+	Steps []Step     `json:"steps,omitempty"`
+	Quiz  []Question `json:"quiz,omitempty"`
+}
+
+// Setup is what "reset exercise" applies to the running lab.
+type Setup struct {
+	// About explains the starting state to the student.
+	About Text `json:"about"`
+	// Profiles the exercise works in; empty means every profile.
+	Profiles []string `json:"profiles,omitempty"`
+	// Requires lists controllers or add-ons the lab must have (switched on
+	// or off does not matter), e.g. "service" or "lbc".
+	Requires []string `json:"requires,omitempty"`
+	// Controllers sets switches after the reset. A controller or add-on
+	// not listed goes back to its start-up default (the profile's default
+	// for controllers, on for installed add-ons).
+	Controllers map[string]bool `json:"controllers,omitempty"`
+	// Delete lists the exercise's own objects, deleted (and waited for) on
+	// reset. All live in the default namespace.
+	Delete []ObjectRef `json:"delete,omitempty"`
+	// Nodes is how many running instances the lab must have at least; 0
+	// means the lab's configured node count.
+	Nodes int `json:"nodes,omitempty"`
+	// TaintNodes puts the uninitialized taint back on every Node, as a
+	// kubelet started with --cloud-provider=external registers it.
+	TaintNodes bool `json:"taintNodes,omitempty"`
+	// Uncordon makes every Node schedulable again.
+	Uncordon bool `json:"uncordon,omitempty"`
+}
+
+// ObjectRef names one object an exercise creates.
+type ObjectRef struct {
+	Kind string `json:"kind"` // Deployment, Service or Pod
+	Name string `json:"name"`
+}
+
+// Step is one thing to do and what proves it was done.
+type Step struct {
+	ID    string `json:"id"`
+	Title Text   `json:"title"`
+	Body  Text   `json:"body"`
+	// Commands to try. Lines the lab console accepts are marked as such
+	// when the exercise is shown; the others (pipes, sleep) are for a
+	// terminal with the lab's kubeconfig.
+	Commands    []string    `json:"commands,omitempty"`
+	Checks      []CheckSpec `json:"checks"`
+	Hints       []Text      `json:"hints,omitempty"`
+	Explanation Text        `json:"explanation"`
+}
+
+// Question is a multiple-choice question with the reasoning for each
+// choice.
+type Question struct {
+	ID       string   `json:"id"`
+	Question Text     `json:"question"`
+	Choices  []Choice `json:"choices"`
+}
+
+// Choice is one answer.
+type Choice struct {
+	Text    Text `json:"text"`
+	Correct bool `json:"correct,omitempty"`
+	// Why explains why this choice is right or wrong.
+	Why Text `json:"why"`
+}
+
+// CheckSpec is one named check with its parameters. Which parameters a
+// kind takes is in FORMAT.md and in checkKinds.
+type CheckSpec struct {
+	Kind string `json:"kind"`
+
+	Name       string   `json:"name,omitempty"`       // a Service or Deployment in default
+	Nodes      string   `json:"nodes,omitempty"`      // "all" (default) or "new"
+	Selector   string   `json:"selector,omitempty"`   // a label selector for Pods
+	Reason     string   `json:"reason,omitempty"`     // substring of a Pod's scheduling message, or a flow stuck reason
+	Reasons    []string `json:"reasons,omitempty"`    // event reasons
+	Message    string   `json:"message,omitempty"`    // substring of an event message
+	State      string   `json:"state,omitempty"`      // pending or set
+	Controller string   `json:"controller,omitempty"` // node, nodelifecycle, route, service, lbc
+	Enabled    *bool    `json:"enabled,omitempty"`
+	Action     string   `json:"action,omitempty"` // a cloud API action
+	Denied     *bool    `json:"denied,omitempty"`
+	Mode       string   `json:"mode,omitempty"`   // instance or ip
+	Policy     string   `json:"policy,omitempty"` // Cluster or Local
+	Via        string   `json:"via,omitempty"`    // clusterip, nodeport or loadbalancer
+	Class      string   `json:"class,omitempty"`  // a loadBalancerClass
+	Min        int      `json:"min,omitempty"`
+	Step       int      `json:"step,omitempty"` // a six-step flow step
+}
+
+// validID: lower-case letters and digits in words joined by single dashes.
+func validID(id string) bool {
+	if id == "" || strings.HasPrefix(id, "-") || strings.HasSuffix(id, "-") || strings.Contains(id, "--") {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// LoadAll reads and validates every embedded exercise, in Order.
+func LoadAll() ([]*Exercise, error) { return loadFS(defsFS, "defs") }
+
+func loadFS(fsys fs.FS, dir string) ([]*Exercise, error) {
+	entries, err := fs.ReadDir(fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []*Exercise
+	ids := map[string]string{}
+	orders := map[int]string{}
+	for _, e := range entries {
+		if e.IsDir() || path.Ext(e.Name()) != ".yaml" {
+			continue
+		}
+		b, err := fs.ReadFile(fsys, path.Join(dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		ex, err := Parse(b)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", e.Name(), err)
+		}
+		if other, ok := ids[ex.ID]; ok {
+			return nil, fmt.Errorf("%s: id %q already used by %s", e.Name(), ex.ID, other)
+		}
+		if other, ok := orders[ex.Order]; ok {
+			return nil, fmt.Errorf("%s: order %d already used by %s", e.Name(), ex.Order, other)
+		}
+		ids[ex.ID], orders[ex.Order] = e.Name(), e.Name()
+		out = append(out, ex)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no exercises found")
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Order < out[j].Order })
+	return out, nil
+}
+
+// Parse reads one exercise file (YAML or JSON) strictly, unknown fields
+// being errors, and validates it.
+func Parse(b []byte) (*Exercise, error) {
+	var ex Exercise
+	if err := yaml.UnmarshalStrict(b, &ex); err != nil {
+		return nil, err
+	}
+	if err := ex.validate(); err != nil {
+		return nil, err
+	}
+	return &ex, nil
+}
+
+// validate checks everything a student could trip over: ids, both
+// languages of every text, check kinds and their parameters, quizzes with
+// exactly one correct choice.
+func (ex *Exercise) validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	text := func(where string, t Text) {
+		if strings.TrimSpace(t.JA) == "" {
+			bad("%s: missing ja text", where)
+		}
+		if strings.TrimSpace(t.EN) == "" {
+			bad("%s: missing en text", where)
+		}
+	}
+	if !validID(ex.ID) {
+		bad("id %q: use lower-case words joined by dashes", ex.ID)
+	}
+	if ex.Order <= 0 {
+		bad("order must be positive")
+	}
+	text("title", ex.Title)
+	text("goal", ex.Goal)
+	text("setup.about", ex.Setup.About)
+	if len(ex.Steps) == 0 && len(ex.Quiz) == 0 {
+		bad("an exercise needs steps or a quiz")
+	}
+	for _, p := range ex.Setup.Profiles {
+		if !slices.Contains(profileNames(), p) {
+			bad("setup.profiles: unknown profile %q", p)
+		}
+	}
+	for _, c := range ex.Setup.Requires {
+		if !slices.Contains(switchNames(), c) {
+			bad("setup.requires: unknown controller %q", c)
+		}
+	}
+	for c := range ex.Setup.Controllers {
+		if !slices.Contains(switchNames(), c) {
+			bad("setup.controllers: unknown controller %q", c)
+		}
+	}
+	for i, o := range ex.Setup.Delete {
+		switch o.Kind {
+		case "Deployment", "Service", "Pod":
+		default:
+			bad("setup.delete[%d]: kind %q (valid: Deployment, Service, Pod)", i, o.Kind)
+		}
+		if o.Name == "" {
+			bad("setup.delete[%d]: name is required", i)
+		}
+	}
+	if ex.Setup.Nodes < 0 || ex.Setup.Nodes > 20 {
+		bad("setup.nodes %d: must be between 0 and 20", ex.Setup.Nodes)
+	}
+	stepIDs := map[string]bool{}
+	for i, s := range ex.Steps {
+		where := fmt.Sprintf("steps[%d]", i)
+		if !validID(s.ID) {
+			bad("%s: id %q: use lower-case words joined by dashes", where, s.ID)
+		}
+		if stepIDs[s.ID] {
+			bad("%s: duplicate id %q", where, s.ID)
+		}
+		stepIDs[s.ID] = true
+		text(where+".title", s.Title)
+		text(where+".body", s.Body)
+		text(where+".explanation", s.Explanation)
+		for j, h := range s.Hints {
+			text(fmt.Sprintf("%s.hints[%d]", where, j), h)
+		}
+		for j, c := range s.Commands {
+			if strings.TrimSpace(c) == "" {
+				bad("%s.commands[%d]: empty", where, j)
+			}
+		}
+		if len(s.Checks) == 0 {
+			bad("%s: a step needs at least one check", where)
+		}
+		for j, c := range s.Checks {
+			if err := c.validate(); err != nil {
+				bad("%s.checks[%d]: %v", where, j, err)
+			}
+		}
+	}
+	qIDs := map[string]bool{}
+	for i, q := range ex.Quiz {
+		where := fmt.Sprintf("quiz[%d]", i)
+		if !validID(q.ID) {
+			bad("%s: id %q: use lower-case words joined by dashes", where, q.ID)
+		}
+		if qIDs[q.ID] {
+			bad("%s: duplicate id %q", where, q.ID)
+		}
+		qIDs[q.ID] = true
+		text(where+".question", q.Question)
+		if len(q.Choices) < 2 {
+			bad("%s: at least two choices", where)
+		}
+		correct := 0
+		for j, c := range q.Choices {
+			text(fmt.Sprintf("%s.choices[%d].text", where, j), c.Text)
+			text(fmt.Sprintf("%s.choices[%d].why", where, j), c.Why)
+			if c.Correct {
+				correct++
+			}
+		}
+		if correct != 1 {
+			bad("%s: exactly one choice must be correct (found %d)", where, correct)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// texts lists every text of the exercise with where it is, for the test
+// that both languages are present.
+func (ex *Exercise) texts() map[string]Text {
+	m := map[string]Text{"title": ex.Title, "goal": ex.Goal, "setup.about": ex.Setup.About}
+	for i, s := range ex.Steps {
+		w := fmt.Sprintf("steps[%d]", i)
+		m[w+".title"], m[w+".body"], m[w+".explanation"] = s.Title, s.Body, s.Explanation
+		for j, h := range s.Hints {
+			m[fmt.Sprintf("%s.hints[%d]", w, j)] = h
+		}
+	}
+	for i, q := range ex.Quiz {
+		w := fmt.Sprintf("quiz[%d]", i)
+		m[w+".question"] = q.Question
+		for j, c := range q.Choices {
+			m[fmt.Sprintf("%s.choices[%d].text", w, j)] = c.Text
+			m[fmt.Sprintf("%s.choices[%d].why", w, j)] = c.Why
+		}
+	}
+	return m
+}

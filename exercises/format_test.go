@@ -1,0 +1,134 @@
+package exercises
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"testing/fstest"
+)
+
+func TestExercisesLoad(t *testing.T) {
+	all, err := LoadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, ex := range all {
+		ids = append(ids, ex.ID)
+	}
+	// The issue's list, in the chapter's order.
+	want := []string{"node-init", "no-ccm", "pending-on-purpose", "iam-deny", "lb-class", "local-traffic", "routes", "terminated-vm", "review"}
+	if !slices.Equal(ids, want) {
+		t.Fatalf("exercises = %v, want %v", ids, want)
+	}
+}
+
+// Both languages complete for every exercise: every text of every file
+// has a Japanese and an English version.
+func TestBothLanguagesComplete(t *testing.T) {
+	all, err := LoadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ex := range all {
+		for where, text := range ex.texts() {
+			if strings.TrimSpace(text.JA) == "" {
+				t.Errorf("%s %s: ja missing", ex.ID, where)
+			}
+			if strings.TrimSpace(text.EN) == "" {
+				t.Errorf("%s %s: en missing", ex.ID, where)
+			}
+			// The same text in both is a forgotten translation, unless it
+			// is a name such as "kube-proxy".
+			if text.JA == text.EN && strings.ContainsAny(text.EN, " \t") {
+				t.Errorf("%s %s: ja and en are the same text %q", ex.ID, where, text.EN)
+			}
+		}
+	}
+}
+
+// A file with one missing translation does not load, and says where.
+func TestMissingTranslationIsRejected(t *testing.T) {
+	const good = `
+id: tiny
+order: 1
+title: {ja: 小さな演習, en: A tiny exercise}
+goal: {ja: 目標, en: The goal}
+setup:
+  about: {ja: 何もしません, en: Nothing happens}
+steps:
+  - id: one
+    title: {ja: 一, en: One}
+    body: {ja: 本文, en: Body}
+    checks: [{kind: nodesReady}]
+    hints: [{ja: ヒント, en: A hint}]
+    explanation: {ja: 説明, en: Why}
+quiz:
+  - id: q
+    question: {ja: 問い, en: Question}
+    choices:
+      - {text: {ja: はい, en: "Yes"}, correct: true, why: {ja: 理由, en: Because}}
+      - {text: {ja: いいえ, en: "No"}, why: {ja: 理由, en: Because not}}
+`
+	if _, err := Parse([]byte(good)); err != nil {
+		t.Fatalf("the well-formed file fails: %v", err)
+	}
+	for _, tc := range []struct{ drop, where string }{
+		{"en: The goal", "goal: missing en"},
+		{"ja: 本文", "steps[0].body: missing ja"},
+		{"en: A hint", "steps[0].hints[0]: missing en"},
+		{"ja: 説明", "steps[0].explanation: missing ja"},
+		{"en: Because not", "quiz[0].choices[1].why: missing en"},
+		{"ja: 問い", "quiz[0].question: missing ja"},
+	} {
+		bad := strings.Replace(good, tc.drop, tc.drop[:strings.Index(tc.drop, ":")+1]+` ""`, 1)
+		_, err := Parse([]byte(bad))
+		if err == nil || !strings.Contains(err.Error(), tc.where) {
+			t.Errorf("without %q: err = %v, want %q", tc.drop, err, tc.where)
+		}
+	}
+	for _, tc := range []struct{ from, to, want string }{
+		{"correct: true, ", "", "exactly one choice must be correct"},
+		{"kind: nodesReady", "kind: nodesGreen", "unknown check kind"},
+		{"id: one", "id: One", `id "One"`},
+		{"order: 1", "order: 1\ncolour: blue", "unknown field"},
+	} {
+		_, err := Parse([]byte(strings.Replace(good, tc.from, tc.to, 1)))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q -> %q: err = %v, want %q", tc.from, tc.to, err, tc.want)
+		}
+	}
+	_, err := loadFS(fstest.MapFS{"d/a.yaml": {Data: []byte(good)}, "d/b.yaml": {Data: []byte(good)}}, "d")
+	if err == nil || !strings.Contains(err.Error(), "already used") {
+		t.Errorf("duplicate ids: err = %v", err)
+	}
+}
+
+// Every command the exercises suggest is either accepted by the console
+// or needs a shell for a reason the student can see, and every step with
+// commands has at least one the console runs.
+func TestExerciseCommands(t *testing.T) {
+	all, err := LoadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ex := range all {
+		for _, st := range ex.Steps {
+			runnable := 0
+			for _, c := range st.Commands {
+				if _, err := ParseCommand(c); err == nil {
+					runnable++
+					continue
+				}
+				if !strings.ContainsAny(c, "|;") && !strings.HasPrefix(c, "sleep ") {
+					t.Errorf("%s/%s: the console refuses %q: %v", ex.ID, st.ID, c, mustRefusal(c))
+				}
+			}
+			if len(st.Commands) > 0 && runnable == 0 {
+				t.Errorf("%s/%s: no command runs in the console", ex.ID, st.ID)
+			}
+		}
+	}
+}
+
+func mustRefusal(line string) error { _, err := ParseCommand(line); return err }

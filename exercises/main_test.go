@@ -1,0 +1,155 @@
+package exercises
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ccmlab/ccmlab/controllers"
+	"github.com/ccmlab/ccmlab/lab/cloud"
+	"github.com/ccmlab/ccmlab/lab/controlplane/cptest"
+	"github.com/ccmlab/ccmlab/lab/dataplane"
+	"github.com/ccmlab/ccmlab/lab/flow"
+	"github.com/ccmlab/ccmlab/lab/kubelet"
+	"github.com/ccmlab/ccmlab/lab/profile"
+)
+
+// One real control plane (etcd, kube-apiserver, kube-controller-manager
+// with --cloud-provider=external, kube-scheduler) for the package.
+var env *cptest.Env
+
+func TestMain(m *testing.M) { cptest.Main(m, &env) }
+
+// world is one lab without the HTTP side: cloud, simulated kubelets, the
+// embedded CCM (with the lbc add-on installed), data plane, flows, and the
+// exercises Service over them. Tests share it and use distinct names.
+type world struct {
+	cloud   *cloud.Cloud
+	manager *controllers.Manager
+	dp      *dataplane.Dataplane
+	obs     *flow.Observer
+	svc     *Service
+	store   *Store
+}
+
+var (
+	worldOnce sync.Once
+	shared    *world
+	worldErr  error
+)
+
+const worldNodes = 3
+
+func theWorld(t *testing.T) *world {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs the whole lab")
+	}
+	worldOnce.Do(func() { shared, worldErr = startWorld() })
+	if worldErr != nil {
+		t.Fatal(worldErr)
+	}
+	startBinaryBuild()
+	return shared
+}
+
+func startWorld() (*world, error) {
+	ctx := context.Background()
+	c, err := cloud.New(cloud.Config{})
+	if err != nil {
+		return nil, err
+	}
+	for range worldNodes {
+		if _, err := c.RunInstance(ctx, cloud.RunInstanceInput{}); err != nil {
+			return nil, err
+		}
+	}
+	p, _ := profile.Get("aws")
+	w := &world{cloud: c}
+	kl, err := kubelet.New(kubelet.Config{Client: env.Client, Cloud: c, Profile: p})
+	if err != nil {
+		return nil, err
+	}
+	w.manager, err = controllers.NewManager(controllers.Config{RestConfig: env.Config, Cloud: c, Profile: p, Enabled: p.DefaultOn, Addons: []string{controllers.AddonLBC}})
+	if err != nil {
+		return nil, err
+	}
+	w.dp, err = dataplane.New(dataplane.Config{Client: env.Client, Cloud: c, Profile: p})
+	if err != nil {
+		return nil, err
+	}
+	w.obs, err = flow.New(flow.Config{Client: env.Client, Cloud: c, Controllers: w.manager.Status})
+	if err != nil {
+		return nil, err
+	}
+	for _, run := range []func(context.Context) error{kl.Run, w.manager.Run, w.dp.Run, w.obs.Run} {
+		go func() { _ = run(ctx) }()
+	}
+	go func() {
+		ch, _ := w.dp.SubscribeTraces(64)
+		for tr := range ch {
+			w.obs.ObserveTrace(flow.TraceInfo{ID: tr.ID, LB: tr.LB, Service: tr.Service, Status: tr.Status, Time: tr.Time})
+		}
+	}()
+	go func() {
+		ch, _ := w.manager.Subscribe(16)
+		for range ch {
+			w.obs.ControllersChanged()
+		}
+	}()
+	for _, s := range []interface{ WaitForSync(context.Context) error }{kl, w.dp, w.obs} {
+		if err := s.WaitForSync(ctx); err != nil {
+			return nil, err
+		}
+	}
+	w.store, err = Open(filepath.Join(env.DataDir, "progress.db"))
+	if err != nil {
+		return nil, err
+	}
+	w.svc, err = New(Config{
+		Env:   Env{Client: env.Client, Cloud: c, Flow: w.obs, Controllers: w.manager, Dataplane: w.dp, Profile: p},
+		Store: w.store, Nodes: worldNodes, SettleTimeout: 90 * time.Second,
+	})
+	return w, err
+}
+
+// The console test runs the real ccmlab binary. It is built once, in the
+// background while the lab tests run, into the control plane's data dir
+// (removed with it). CCMLAB_BINARY names a prebuilt one instead.
+var binary struct {
+	once sync.Once
+	done chan struct{}
+	path string
+	out  []byte
+	err  error
+}
+
+func startBinaryBuild() {
+	binary.once.Do(func() {
+		binary.done = make(chan struct{})
+		go func() {
+			defer close(binary.done)
+			if p := os.Getenv("CCMLAB_BINARY"); p != "" {
+				binary.path = p
+				return
+			}
+			binary.path = filepath.Join(env.DataDir, "bin", "ccmlab")
+			cmd := exec.Command("go", "build", "-o", binary.path, "github.com/ccmlab/ccmlab/cmd/ccmlab")
+			binary.out, binary.err = cmd.CombinedOutput()
+		}()
+	})
+}
+
+func ccmlabBinary(t *testing.T) string {
+	t.Helper()
+	startBinaryBuild()
+	<-binary.done
+	if binary.err != nil {
+		t.Fatalf("go build ./cmd/ccmlab: %v\n%s", binary.err, binary.out)
+	}
+	return binary.path
+}

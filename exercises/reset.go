@@ -1,0 +1,353 @@
+package exercises
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+
+	"github.com/ccmlab/ccmlab/controllers"
+	"github.com/ccmlab/ccmlab/controllers/lbc"
+	"github.com/ccmlab/ccmlab/lab/cloud"
+	"github.com/ccmlab/ccmlab/lab/flow"
+	"github.com/ccmlab/ccmlab/lab/profile"
+)
+
+// ResetCaller is how instances Reset launches appear in the call log.
+const ResetCaller = "exercise-reset"
+
+// Reset puts the lab into the exercise's starting state and clears the
+// exercise's progress:
+//
+//  1. injected faults are cleared (IAM deny, throttling, failures; the
+//     latency an instructor chose stays);
+//  2. the exercise's objects are deleted and waited for; a Service's
+//     load balancer is deleted by its controller, which is switched on for
+//     that if needed;
+//  3. at least Setup.Nodes (or Config.Nodes) instances run;
+//  4. every controller and add-on is switched as Setup.Controllers says,
+//     or back to its start-up default;
+//  5. nodes are uncordoned or given the uninitialized taint if asked;
+//  6. progress is cleared and the exercise's start time recorded;
+//  7. Reset waits (up to Config.SettleTimeout) until the lab has settled:
+//     enough Ready nodes, no uninitialized taint while the Node controller
+//     runs, no Node left for a terminated VM while the node-lifecycle
+//     controller runs.
+func (s *Service) Reset(ctx context.Context, id string) error {
+	ex, err := s.get(id)
+	if err != nil {
+		return err
+	}
+	if why := s.availability(ex); why != "" {
+		return fmt.Errorf("%w: %s", ErrUnavailable, why)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(ex.Steps) == 0 {
+		// A quiz: the lab is left alone, only the answers go.
+		return s.cfg.Store.Restart(ctx, id, s.cfg.Now())
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.SettleTimeout)
+	defer cancel()
+	env := s.cfg.Env
+
+	f := env.Cloud.Faults()
+	if err := env.Cloud.SetFaults(cloud.Faults{Latency: f.Latency}); err != nil {
+		return fmt.Errorf("clearing faults: %w", err)
+	}
+	if err := s.deleteObjects(ctx, ex.Setup.Delete); err != nil {
+		return err
+	}
+	nodes := ex.Setup.Nodes
+	if nodes == 0 {
+		nodes = s.cfg.Nodes
+	}
+	if err := s.ensureInstances(ctx, nodes); err != nil {
+		return err
+	}
+	want := s.desiredSwitches(ex)
+	if err := s.applySwitches(want); err != nil {
+		return err
+	}
+	if ex.Setup.Uncordon {
+		if err := s.updateNodes(ctx, func(n *corev1.Node) bool {
+			if !n.Spec.Unschedulable {
+				return false
+			}
+			n.Spec.Unschedulable = false
+			return true
+		}); err != nil {
+			return fmt.Errorf("uncordoning nodes: %w", err)
+		}
+	}
+	if ex.Setup.TaintNodes {
+		// Wait for the nodes just launched to register, so each gets the
+		// taint (they would carry it anyway: the Node controller is off).
+		if err := s.waitFor(ctx, "nodes to register", func() (bool, string, error) { return s.enoughNodes(ctx, nodes) }); err != nil {
+			return err
+		}
+		if err := s.updateNodes(ctx, func(n *corev1.Node) bool {
+			if hasUninitializedTaint(n) {
+				return false
+			}
+			n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: flow.TaintUninitialized, Value: "true", Effect: corev1.TaintEffectNoSchedule})
+			return true
+		}); err != nil {
+			return fmt.Errorf("tainting nodes: %w", err)
+		}
+	}
+	if err := s.cfg.Store.Restart(ctx, id, s.cfg.Now()); err != nil {
+		return err
+	}
+	return s.waitFor(ctx, "the lab to settle", func() (bool, string, error) { return s.settled(ctx, nodes, want) })
+}
+
+// desiredSwitches: the exercise's switches, else the start-up defaults.
+func (s *Service) desiredSwitches(ex *Exercise) map[string]bool {
+	want := map[string]bool{}
+	for name := range s.cfg.Env.Controllers.Status() {
+		on, ok := ex.Setup.Controllers[name]
+		if !ok {
+			on = name == controllers.AddonLBC || slices.Contains(s.cfg.Env.Profile.DefaultOn, name)
+		}
+		want[name] = on
+	}
+	return want
+}
+
+func (s *Service) applySwitches(want map[string]bool) error {
+	names := make([]string, 0, len(want))
+	for n := range want {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	status := s.cfg.Env.Controllers.Status()
+	for _, name := range names {
+		if status[name] == want[name] {
+			continue
+		}
+		var err error
+		if want[name] {
+			err = s.cfg.Env.Controllers.Enable(name)
+		} else {
+			err = s.cfg.Env.Controllers.Disable(name)
+		}
+		if err != nil {
+			return fmt.Errorf("switching %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func (s *Service) waitFor(ctx context.Context, what string, cond func() (bool, string, error)) error {
+	var last string
+	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(context.Context) (bool, error) {
+		ok, why, err := cond()
+		last = why
+		return ok, err
+	})
+	if err != nil {
+		if last != "" {
+			return fmt.Errorf("waiting for %s: %s: %w", what, last, err)
+		}
+		return fmt.Errorf("waiting for %s: %w", what, err)
+	}
+	return nil
+}
+
+// deleteObjects deletes the exercise's objects and waits until they are
+// gone, Pods included.
+func (s *Service) deleteObjects(ctx context.Context, refs []ObjectRef) error {
+	cs := s.cfg.Env.Client
+	for _, ref := range refs {
+		switch ref.Kind {
+		case "Service":
+			svc, err := cs.CoreV1().Services(Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			// Only the controller that put a finalizer on can take it off
+			// (after deleting the load balancer): make sure it runs.
+			status := s.cfg.Env.Controllers.Status()
+			if slices.Contains(svc.Finalizers, flow.FinalizerLBCleanup) && !status[profile.Service] {
+				if err := s.cfg.Env.Controllers.Enable(profile.Service); err != nil {
+					return fmt.Errorf("switching the Service controller on to delete %s: %w", ref.Name, err)
+				}
+			}
+			if slices.Contains(svc.Finalizers, lbc.Finalizer) && !status[controllers.AddonLBC] {
+				if err := s.cfg.Env.Controllers.Enable(controllers.AddonLBC); err != nil {
+					return fmt.Errorf("switching the lbc add-on on to delete %s: %w", ref.Name, err)
+				}
+			}
+			if err := cs.CoreV1().Services(Namespace).Delete(ctx, ref.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+			if err := s.waitFor(ctx, "Service "+ref.Name+" to be deleted", func() (bool, string, error) {
+				_, err := cs.CoreV1().Services(Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+				if apierrors.IsNotFound(err) {
+					return true, "", nil
+				}
+				return false, "its load balancer is still being deleted", err
+			}); err != nil {
+				return err
+			}
+		case "Deployment":
+			d, err := cs.AppsV1().Deployments(Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			sel := metav1.FormatLabelSelector(d.Spec.Selector)
+			if err := cs.AppsV1().Deployments(Namespace).Delete(ctx, ref.Name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)}); err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+			if err := s.waitFor(ctx, "Deployment "+ref.Name+" to be deleted", func() (bool, string, error) {
+				_, err := cs.AppsV1().Deployments(Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+				return apierrors.IsNotFound(err), "", ignoreNotFound(err)
+			}); err != nil {
+				return err
+			}
+			if err := s.deletePods(ctx, sel); err != nil {
+				return err
+			}
+		case "Pod":
+			if err := s.deletePods(ctx, "metadata.name="+ref.Name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func ignoreNotFound(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// deletePods deletes, at once, the Pods a label selector (or, prefixed
+// with "metadata.name=", a name) selects, and waits until they are gone.
+func (s *Service) deletePods(ctx context.Context, selector string) error {
+	opts := metav1.ListOptions{LabelSelector: selector}
+	if name, ok := strings.CutPrefix(selector, "metadata.name="); ok {
+		opts = metav1.ListOptions{FieldSelector: "metadata.name=" + name}
+	}
+	pods := s.cfg.Env.Client.CoreV1().Pods(Namespace)
+	return s.waitFor(ctx, "Pods "+selector+" to be deleted", func() (bool, string, error) {
+		l, err := pods.List(ctx, opts)
+		if err != nil {
+			return false, "", err
+		}
+		for _, p := range l.Items {
+			if err := pods.Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); ignoreNotFound(err) != nil {
+				return false, "", err
+			}
+		}
+		return len(l.Items) == 0, fmt.Sprintf("%d left", len(l.Items)), nil
+	})
+}
+
+func runningInstances(c *cloud.Cloud) []cloud.Instance {
+	var out []cloud.Instance
+	for _, inst := range c.Snapshot().Instances {
+		if inst.State == cloud.InstanceRunning {
+			out = append(out, inst)
+		}
+	}
+	return out
+}
+
+func (s *Service) ensureInstances(ctx context.Context, n int) error {
+	missing := n - len(runningInstances(s.cfg.Env.Cloud))
+	for range missing {
+		if _, err := s.cfg.Env.Cloud.RunInstance(cloud.WithCaller(ctx, ResetCaller), cloud.RunInstanceInput{}); err != nil {
+			return fmt.Errorf("launching an instance: %w", err)
+		}
+	}
+	return nil
+}
+
+// updateNodes applies change to every Node, retrying on conflicts.
+func (s *Service) updateNodes(ctx context.Context, change func(*corev1.Node) bool) error {
+	nodes := s.cfg.Env.Client.CoreV1().Nodes()
+	l, err := nodes.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for _, item := range l.Items {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			n, err := nodes.Get(ctx, item.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if !change(n) {
+				return nil
+			}
+			_, err = nodes.Update(ctx, n, metav1.UpdateOptions{})
+			return err
+		})
+		if ignoreNotFound(err) != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// enoughNodes: every one of at least n running instances has a Ready Node.
+func (s *Service) enoughNodes(ctx context.Context, n int) (bool, string, error) {
+	l, err := s.cfg.Env.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return false, "", err
+	}
+	byName := map[string]*corev1.Node{}
+	for i := range l.Items {
+		byName[l.Items[i].Name] = &l.Items[i]
+	}
+	ready := 0
+	for _, inst := range runningInstances(s.cfg.Env.Cloud) {
+		if node, ok := byName[inst.PrivateDNSName]; ok && nodeReady(node) {
+			ready++
+		}
+	}
+	if ready < n {
+		return false, fmt.Sprintf("%d of %d nodes Ready", ready, n), nil
+	}
+	return true, "", nil
+}
+
+func (s *Service) settled(ctx context.Context, n int, want map[string]bool) (bool, string, error) {
+	if ok, why, err := s.enoughNodes(ctx, n); !ok || err != nil {
+		return ok, why, err
+	}
+	l, err := s.cfg.Env.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return false, "", err
+	}
+	for _, node := range l.Items {
+		if want[profile.Node] && hasUninitializedTaint(&node) {
+			return false, "node " + node.Name + " is not initialized yet", nil
+		}
+		if want[profile.NodeLifecycle] {
+			inst, ok := s.cfg.Env.Cloud.LookupInstance(node.Name)
+			if !ok || inst.State == cloud.InstanceTerminated {
+				return false, "node " + node.Name + " of a terminated VM is still there", nil
+			}
+		}
+	}
+	return true, "", nil
+}

@@ -1,0 +1,202 @@
+package exercises
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	_ "modernc.org/sqlite" // database/sql driver "sqlite", pure Go
+)
+
+// Store keeps students' progress in an SQLite file (<data-dir>/progress.db)
+// so that it survives restarts of the lab: per exercise its start time,
+// per step when it passed and how many checks it took, per question the
+// last answer.
+type Store struct {
+	db *sql.DB
+}
+
+// StepProgress is one step's record.
+type StepProgress struct {
+	PassedAt time.Time `json:"passedAt,omitzero"`
+	Attempts int       `json:"attempts"`
+}
+
+// Passed reports whether the step has passed.
+func (p StepProgress) Passed() bool { return !p.PassedAt.IsZero() }
+
+// Answer is one quiz question's record.
+type Answer struct {
+	Choice      int       `json:"choice"`      // the last choice
+	Correct     bool      `json:"correct"`     // whether the last choice was right
+	EverCorrect bool      `json:"everCorrect"` // whether any answer was right
+	Attempts    int       `json:"attempts"`
+	AnsweredAt  time.Time `json:"answeredAt"`
+}
+
+const schema = `
+CREATE TABLE IF NOT EXISTS exercise (
+	id         TEXT PRIMARY KEY,
+	started_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS step (
+	exercise  TEXT NOT NULL,
+	step      TEXT NOT NULL,
+	passed_at INTEGER,
+	attempts  INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (exercise, step)
+);
+CREATE TABLE IF NOT EXISTS answer (
+	exercise     TEXT NOT NULL,
+	question     TEXT NOT NULL,
+	choice       INTEGER NOT NULL,
+	correct      INTEGER NOT NULL,
+	ever_correct INTEGER NOT NULL,
+	attempts     INTEGER NOT NULL,
+	answered_at  INTEGER NOT NULL,
+	PRIMARY KEY (exercise, question)
+);
+`
+
+// Open opens (creating if needed) the progress database at path.
+func Open(path string) (*Store, error) {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(5000)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, err
+	}
+	// One connection: SQLite serialises writers anyway, and this keeps
+	// "database is locked" out of the picture.
+	db.SetMaxOpenConns(1)
+	if _, err := db.Exec(schema); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("progress database %s: %w", path, err)
+	}
+	return &Store{db: db}, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+func nanos(t time.Time) int64 { return t.UnixNano() }
+
+func fromNanos(n sql.NullInt64) time.Time {
+	if !n.Valid || n.Int64 == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n.Int64).UTC()
+}
+
+// Started returns when the exercise was last reset, if ever.
+func (s *Store) Started(ctx context.Context, exercise string) (time.Time, bool, error) {
+	var n sql.NullInt64
+	err := s.db.QueryRowContext(ctx, `SELECT started_at FROM exercise WHERE id = ?`, exercise).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return time.Time{}, false, nil
+	}
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	return fromNanos(n), true, nil
+}
+
+// Restart clears an exercise's progress and records a new start time.
+func (s *Store) Restart(ctx context.Context, exercise string, at time.Time) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for _, q := range []string{`DELETE FROM step WHERE exercise = ?`, `DELETE FROM answer WHERE exercise = ?`} {
+		if _, err := tx.ExecContext(ctx, q, exercise); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO exercise (id, started_at) VALUES (?, ?)
+		ON CONFLICT (id) DO UPDATE SET started_at = excluded.started_at`, exercise, nanos(at)); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// Steps returns the exercise's step records by step id.
+func (s *Store) Steps(ctx context.Context, exercise string) (map[string]StepProgress, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT step, passed_at, attempts FROM step WHERE exercise = ?`, exercise)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]StepProgress{}
+	for rows.Next() {
+		var id string
+		var passed sql.NullInt64
+		var p StepProgress
+		if err := rows.Scan(&id, &passed, &p.Attempts); err != nil {
+			return nil, err
+		}
+		p.PassedAt = fromNanos(passed)
+		out[id] = p
+	}
+	return out, rows.Err()
+}
+
+// RecordAttempt counts one check of a step that had not passed yet and,
+// when passed, records when. A step that already passed keeps its time.
+func (s *Store) RecordAttempt(ctx context.Context, exercise, step string, passed bool, at time.Time) (StepProgress, error) {
+	var passedAt any
+	if passed {
+		passedAt = nanos(at)
+	}
+	_, err := s.db.ExecContext(ctx, `INSERT INTO step (exercise, step, passed_at, attempts) VALUES (?, ?, ?, 1)
+		ON CONFLICT (exercise, step) DO UPDATE SET
+			attempts = step.attempts + 1,
+			passed_at = COALESCE(step.passed_at, excluded.passed_at)`, exercise, step, passedAt)
+	if err != nil {
+		return StepProgress{}, err
+	}
+	m, err := s.Steps(ctx, exercise)
+	return m[step], err
+}
+
+// Answers returns the exercise's quiz records by question id.
+func (s *Store) Answers(ctx context.Context, exercise string) (map[string]Answer, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT question, choice, correct, ever_correct, attempts, answered_at FROM answer WHERE exercise = ?`, exercise)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]Answer{}
+	for rows.Next() {
+		var id string
+		var a Answer
+		var at sql.NullInt64
+		if err := rows.Scan(&id, &a.Choice, &a.Correct, &a.EverCorrect, &a.Attempts, &at); err != nil {
+			return nil, err
+		}
+		a.AnsweredAt = fromNanos(at)
+		out[id] = a
+	}
+	return out, rows.Err()
+}
+
+// RecordAnswer stores an answer to a question.
+func (s *Store) RecordAnswer(ctx context.Context, exercise, question string, choice int, correct bool, at time.Time) (Answer, error) {
+	_, err := s.db.ExecContext(ctx, `INSERT INTO answer (exercise, question, choice, correct, ever_correct, attempts, answered_at)
+		VALUES (?, ?, ?, ?, ?, 1, ?)
+		ON CONFLICT (exercise, question) DO UPDATE SET
+			choice = excluded.choice, correct = excluded.correct,
+			ever_correct = MAX(answer.ever_correct, excluded.ever_correct),
+			attempts = answer.attempts + 1, answered_at = excluded.answered_at`,
+		exercise, question, choice, correct, correct, nanos(at))
+	if err != nil {
+		return Answer{}, err
+	}
+	m, err := s.Answers(ctx, exercise)
+	return m[question], err
+}

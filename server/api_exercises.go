@@ -1,0 +1,132 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/ccmlab/ccmlab/exercises"
+)
+
+// exerciseError maps the exercise service's errors: an unknown exercise or
+// question is 404, bad input 400, an exercise this lab's profile cannot run
+// 409.
+func exerciseError(err error) error {
+	switch {
+	case errors.Is(err, exercises.ErrNotFound):
+		return echo.NewHTTPError(http.StatusNotFound, err.Error())
+	case errors.Is(err, exercises.ErrBadInput):
+		return echo.NewHTTPError(http.StatusBadRequest, err.Error())
+	case errors.Is(err, exercises.ErrUnavailable):
+		return echo.NewHTTPError(http.StatusConflict, err.Error())
+	}
+	return err
+}
+
+func (s *Server) needExercises(c echo.Context) (*exercises.Service, error) {
+	if l := s.l(); l.Exercises != nil {
+		return l.Exercises, nil
+	}
+	return nil, echo.NewHTTPError(http.StatusServiceUnavailable, "this lab runs without exercises")
+}
+
+func lang(c echo.Context) string { return c.QueryParam("lang") }
+
+func (s *Server) listExercises(c echo.Context) error {
+	ex, err := s.needExercises(c)
+	if err != nil {
+		return err
+	}
+	list, err := ex.List(c.Request().Context(), lang(c))
+	if err != nil {
+		return exerciseError(err)
+	}
+	return c.JSON(http.StatusOK, list)
+}
+
+func (s *Server) getExercise(c echo.Context) error {
+	ex, err := s.needExercises(c)
+	if err != nil {
+		return err
+	}
+	d, err := ex.Get(c.Request().Context(), c.Param("id"), lang(c))
+	if err != nil {
+		return exerciseError(err)
+	}
+	return c.JSON(http.StatusOK, d)
+}
+
+func (s *Server) checkExercise(c echo.Context) error {
+	ex, err := s.needExercises(c)
+	if err != nil {
+		return err
+	}
+	r, err := ex.Check(c.Request().Context(), c.Param("id"), lang(c))
+	if err != nil {
+		return exerciseError(err)
+	}
+	return c.JSON(http.StatusOK, r)
+}
+
+func (s *Server) resetExercise(c echo.Context) error {
+	ex, err := s.needExercises(c)
+	if err != nil {
+		return err
+	}
+	if err := ex.Reset(c.Request().Context(), c.Param("id")); err != nil {
+		return exerciseError(err)
+	}
+	d, err := ex.Get(c.Request().Context(), c.Param("id"), lang(c))
+	if err != nil {
+		return exerciseError(err)
+	}
+	return c.JSON(http.StatusOK, d)
+}
+
+type answerRequest struct {
+	Choice *int `json:"choice"`
+}
+
+func (s *Server) answerQuiz(c echo.Context) error {
+	ex, err := s.needExercises(c)
+	if err != nil {
+		return err
+	}
+	var req answerRequest
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	if req.Choice == nil {
+		return badRequest(`body must say {"choice": <number, from 0>}`)
+	}
+	r, err := ex.Answer(c.Request().Context(), c.Param("id"), c.Param("q"), *req.Choice, lang(c))
+	if err != nil {
+		return exerciseError(err)
+	}
+	return c.JSON(http.StatusOK, r)
+}
+
+type consoleRequest struct {
+	Command string `json:"command"`
+}
+
+func (s *Server) runConsole(c echo.Context) error {
+	con := s.l().Console
+	if con == nil {
+		return echo.NewHTTPError(http.StatusServiceUnavailable, "this lab runs without a console")
+	}
+	var req consoleRequest
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	res, err := con.Run(c.Request().Context(), req.Command)
+	if err != nil {
+		var refused *exercises.RefusedError
+		if errors.As(err, &refused) && lang(c) == "ja" {
+			return badRequest("%s", refused.Reason.JA)
+		}
+		return exerciseError(err)
+	}
+	return c.JSON(http.StatusOK, res)
+}
