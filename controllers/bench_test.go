@@ -159,6 +159,10 @@ func BenchmarkConverge(b *testing.B) {
 				b.ReportMetric(took.Seconds(), "converge-s")
 				b.ReportMetric(created.Seconds(), "create-s")
 				b.ReportMetric(float64(lastCallSeq(l)-seqBefore), "cloud-calls")
+				// Per-Service figures make "grows linearly" readable
+				// across the sizes: equal per-Service cost is linear.
+				b.ReportMetric(took.Seconds()*1000/float64(size.services), "ms/service")
+				b.ReportMetric(float64(lastCallSeq(l)-seqBefore)/float64(size.services), "calls/service")
 				b.ReportMetric(0, "ns/op")
 			}
 		})
