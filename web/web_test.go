@@ -250,6 +250,8 @@ func TestTestIDs(t *testing.T) {
 		"nodes", "services", "instances", "lbs", "routes", "calls", "launch-instance",
 		"fault-deny", "fault-throttle", "fault-latency", "stepmode-switch", "stepmode-next",
 		"presenter-toggle", "shortcuts", "action-error", "lang-switch",
+		"ex-panel", "ex-toggle", "ex-list", "ex-detail", "ex-check", "ex-reset", "ex-status", "ex-steps", "ex-quiz",
+		"console", "console-input", "console-run", "console-output", "console-clear",
 	} {
 		if !bytes.Contains(body, []byte(`data-testid="`+id+`"`)) {
 			t.Errorf("the page has no data-testid=%q", id)

@@ -9,6 +9,8 @@ import { renderCluster } from "./cluster.js";
 import { renderCloud, renderCalls, renderFaults } from "./cloud.js";
 import { renderFlow, flowKeys, selectedService } from "./flow.js";
 import { renderNodeInit } from "./nodeinit.js";
+import { initExercises } from "./exercise.js";
+import { initConsole } from "./console.js";
 
 loadStrings();
 
@@ -19,6 +21,7 @@ const ui = {
   svcChoice: null,
   nodeChoice: null,
   presenter: false,
+  exercises: true, // the exercise panel shown (outside presenter mode)
 };
 
 const renderers = {
@@ -89,6 +92,8 @@ function onMessage(m) {
 }
 
 function onState(state, info) {
+  // Back after a restart: progress lives in the lab's data dir, reread it.
+  if (state === "live" && ui.conn !== "live" && ui.conn !== "connecting") exercises.refresh();
   ui.conn = state;
   const el = document.getElementById("conn");
   setAttr(el, "data-state", state);
@@ -240,8 +245,23 @@ function pickService(delta) {
   dirty("flow");
 }
 
+// The exercise panel can be hidden; presenter mode hides it until it is
+// asked for again, and leaving presenter mode restores the choice.
+function showExercises(on, remember) {
+  document.documentElement.classList.toggle("ex-hidden", !on);
+  setAttr(document.querySelector('[data-action="toggle-exercises"]'), "aria-pressed", on ? "true" : "false");
+  if (!remember) return;
+  ui.exercises = on;
+  try {
+    localStorage.setItem("ccmlab.exercises", on ? "1" : "0");
+  } catch {
+    // storage may be off
+  }
+}
+
 function setPresenter(on) {
   ui.presenter = on;
+  showExercises(on ? false : ui.exercises, false);
   document.documentElement.classList.toggle("presenter", on);
   setAttr(document.querySelector('[data-action="presenter"]'), "aria-pressed", on ? "true" : "false");
   try {
@@ -289,6 +309,12 @@ document.addEventListener("click", (e) => {
     case "help":
       document.getElementById("shortcuts").showModal();
       break;
+    case "toggle-exercises": {
+      const on = document.documentElement.classList.contains("ex-hidden");
+      showExercises(on, !ui.presenter);
+      if (on) document.getElementById("ex-h").scrollIntoView({ block: "nearest" });
+      break;
+    }
   }
 });
 
@@ -340,6 +366,13 @@ document.addEventListener("keydown", (e) => {
 // --- start ---
 
 const params = new URLSearchParams(location.search);
+try {
+  ui.exercises = localStorage.getItem("ccmlab.exercises") !== "0";
+} catch {
+  // ignore
+}
+const konsole = initConsole();
+const exercises = initExercises({ api, fillConsole: konsole.fill });
 let presenter = params.get("presenter") === "1";
 try {
   presenter = presenter || localStorage.getItem("ccmlab.presenter") === "1";
@@ -353,6 +386,7 @@ window.ccmlab = {
   store: st,
   ui,
   stats,
+  exercises: exercises.state,
   renderNow,
   // mark starts a measurement: the next message starts the clock.
   mark() {
@@ -364,3 +398,4 @@ window.ccmlab = {
 
 dirty(...Object.keys(renderers));
 connect({ onMessage, onState });
+exercises.refresh();

@@ -201,7 +201,9 @@ function animate(el, pts, segMs, onReach, done) {
   const total = segMs * (pts.length - 1);
   const frame = (now) => {
     if (a.cancelled) return;
-    const el2 = Math.min(now - t0, total);
+    // A frame's timestamp is when the frame began, which may be just
+    // before t0: clamp, or seg would be -1.
+    const el2 = Math.max(0, Math.min(now - t0, total));
     const seg = Math.min(Math.floor(el2 / segMs), pts.length - 2);
     const f = (el2 - seg * segMs) / segMs;
     const ease = f < 0.5 ? 2 * f * f : 1 - (-2 * f + 2) ** 2 / 2;

@@ -1,0 +1,196 @@
+package e2e
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
+	"github.com/ccmlab/ccmlab/web"
+)
+
+const ex3 = "pending-on-purpose"
+
+// consoleRun types line into the page's kubectl console, presses Enter and
+// waits for the answer. It returns the entry's state (ok, failed, refused,
+// error) and what the console printed.
+func consoleRun(t *testing.T, b *browser, line string) (state, output string) {
+	t.Helper()
+	before := eval[int](t, b, `document.querySelectorAll('[data-testid="console-entry"]').length`)
+	b.do(t, "typing "+line, chromedp.SendKeys(chromedp.CSS(sel("console-input")), line+kb.Enter, chromedp.NodeVisible))
+	last := `[...document.querySelectorAll('[data-testid="console-entry"]')].at(-1)`
+	b.waitFor(t, "the console's answer to "+line,
+		`document.querySelectorAll('[data-testid="console-entry"]').length === `+strconv.Itoa(before+1)+` && `+last+`.dataset.command === `+js(line)+` && `+last+`.dataset.state !== "running"`, 40*time.Second)
+	state = eval[string](t, b, last+`.dataset.state`)
+	output = eval[string](t, b, last+`.querySelector(".console-out").textContent`)
+	t.Logf("console $ %s -> %s\n%s", line, state, output)
+	return state, output
+}
+
+// stepStatus is what the exercise panel shows for a step.
+func stepStatus(t *testing.T, b *browser, step string) string {
+	t.Helper()
+	return eval[string](t, b, `(() => { const e = `+q("ex-step-"+step)+`; return e ? e.dataset.status : "missing"; })()`)
+}
+
+// checkNow presses "check now" once and waits for the verdict.
+func checkNow(t *testing.T, b *browser) {
+	t.Helper()
+	b.waitFor(t, "check now enabled", `!`+q("ex-check")+`.disabled`, 90*time.Second)
+	b.click(t, "ex-check")
+	b.waitFor(t, "the check done", `window.ccmlab.exercises.busy === "" && window.ccmlab.exercises.reports[`+js(ex3)+`] !== undefined`, 60*time.Second)
+}
+
+// checkUntilPassed presses "check now" as a student would, again after a
+// pause, until the step shows passed.
+func checkUntilPassed(t *testing.T, b *browser, step string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		checkNow(t, b)
+		st := stepStatus(t, b, step)
+		if st == "passed" {
+			t.Logf("step %s passed", step)
+			return
+		}
+		if time.Now().After(deadline) {
+			b.dump(t)
+			t.Fatalf("step %s still %s after %s; the panel says:\n%s", step, st, timeout,
+				eval[string](t, b, q("ex-step-"+step)+`.innerText`))
+		}
+		time.Sleep(1500 * time.Millisecond)
+	}
+}
+
+// TestExercisePendingThroughThePage is issue 7's browser test: exercise 3
+// ("<pending> on purpose") is completed with the page alone, the Service
+// controller's switch and the kubectl console, pressing "check now" after
+// every step until each one shows passed.
+func TestExercisePendingThroughThePage(t *testing.T) {
+	needChromium(t)
+	l := startLab(t)
+	b := openPage(t, l, "ja")
+
+	b.waitFor(t, "the exercise list", q("ex-pick-"+ex3), 20*time.Second)
+	b.click(t, "ex-pick-"+ex3)
+	b.waitFor(t, "exercise 3 open", q("ex-detail")+`.dataset.exercise === `+js(ex3)+` && !`+q("ex-detail")+`.hidden`, 15*time.Second)
+	if goal := eval[string](t, b, q("ex-goal")+`.textContent`); !strings.Contains(goal, "Service controller") {
+		t.Errorf("the goal does not read like exercise 3: %q", goal)
+	}
+
+	// Reset asks twice, then puts the lab back to the exercise's start.
+	b.click(t, "ex-reset")
+	b.waitFor(t, "reset armed", q("ex-reset")+`.dataset.armed === "true"`, 5*time.Second)
+	b.click(t, "ex-reset")
+	b.waitFor(t, "reset done", `window.ccmlab.exercises.busy === "" && `+q("ex-status")+`.textContent === `+js(web.T(web.JA, "ex.reset.done")), 120*time.Second)
+	if st := stepStatus(t, b, "service-off"); st != "current" {
+		t.Fatalf("after reset the first step is %s, want current", st)
+	}
+
+	// Doing nothing must not pass: the first check fails and says why.
+	checkNow(t, b)
+	if st := stepStatus(t, b, "service-off"); st != "failed" {
+		t.Fatalf("with the Service controller on, step 1 is %s, want failed", st)
+	}
+	if n := eval[int](t, b, `document.querySelectorAll('[data-testid="ex-results-service-off"] [data-pass="false"]').length`); n == 0 {
+		t.Error("a failed step shows no failing check")
+	}
+	if st := stepStatus(t, b, "expose"); st != "locked" {
+		t.Errorf("step 2 is %s before step 1 passed, want locked", st)
+	}
+	// Hints come on demand.
+	b.click(t, "ex-hint-service-off")
+	b.waitFor(t, "the hint shown", q("ex-hints-service-off")+` && `+q("ex-hints-service-off")+`.textContent.length > 10`, 5*time.Second)
+
+	// Step 1: the Service controller off, with the page's switch.
+	sw := "ctrl-switch-service"
+	b.waitFor(t, "the Service controller's switch on", q(sw)+`.getAttribute("aria-checked") === "true"`, 10*time.Second)
+	b.click(t, sw)
+	b.waitFor(t, "the Service controller off", q(sw)+`.getAttribute("aria-checked") === "false"`, 15*time.Second)
+	checkUntilPassed(t, b, "service-off", 20*time.Second)
+	b.waitFor(t, "the explanation after success", q("ex-explanation-service-off")+` !== null`, 5*time.Second)
+
+	// Step 2: the chapter's commands in the page's console. The first one
+	// is copied from the step by a click.
+	create := "kubectl create deployment web --image=nginx:1.29 --port=80"
+	b.do(t, "copying the create command", chromedp.Click(chromedp.CSS(`[data-testid="ex-step-expose"] [data-testid="ex-cmd"][data-line="`+create+`"]`), chromedp.NodeVisible))
+	if v := eval[string](t, b, q("console-input")+`.value`); v != create {
+		t.Fatalf("clicking the command put %q into the console", v)
+	}
+	if focused := eval[bool](t, b, `document.activeElement === `+q("console-input")); !focused {
+		t.Error("the console's input does not have the focus after copying a command")
+	}
+	b.do(t, "pressing Enter", chromedp.SendKeys(chromedp.CSS(sel("console-input")), kb.Enter))
+	b.waitFor(t, "the Deployment created", `(() => { const e = [...document.querySelectorAll('[data-testid="console-entry"]')].at(-1); return e && e.dataset.state === "ok" && e.textContent.includes("deployment.apps/web created"); })()`, 40*time.Second)
+
+	if st, out := consoleRun(t, b, "kubectl expose deployment web --type=LoadBalancer --port=80"); st != "ok" || !strings.Contains(out, "service/web exposed") {
+		t.Fatalf("kubectl expose: %s %q", st, out)
+	}
+	// The console refuses anything that is not plain kubectl, and says why.
+	if st, out := consoleRun(t, b, "kubectl get svc; rm -rf /"); st != "refused" || len(out) < 10 {
+		t.Errorf("a line with ; was %s: %q", st, out)
+	}
+	if st, _ := consoleRun(t, b, "ls /"); st != "refused" {
+		t.Errorf("another program was %s, want refused", st)
+	}
+	// ↑ brings the last line back.
+	b.do(t, "pressing up", chromedp.SendKeys(chromedp.CSS(sel("console-input")), kb.ArrowUp))
+	if v := eval[string](t, b, q("console-input")+`.value`); v != "ls /" {
+		t.Errorf("↑ recalled %q, want the last command", v)
+	}
+	b.do(t, "clearing the input with Esc", chromedp.SendKeys(chromedp.CSS(sel("console-input")), kb.Escape))
+	if v := eval[string](t, b, q("console-input")+`.value`); v != "" {
+		t.Errorf("Esc left %q in the console", v)
+	}
+
+	if st, out := consoleRun(t, b, "kubectl get svc web"); st != "ok" || !strings.Contains(out, "<pending>") {
+		t.Errorf("kubectl get svc web: %s %q, want EXTERNAL-IP <pending>", st, out)
+	}
+	if st, out := consoleRun(t, b, "kubectl get svc web -o jsonpath='{.status}'"); st != "ok" || !strings.Contains(out, `{"loadBalancer":{}}`) {
+		t.Errorf("the status: %s %q, want {\"loadBalancer\":{}}", st, out)
+	}
+	checkUntilPassed(t, b, "expose", 30*time.Second)
+
+	// Step 3: ClusterIP and NodePort answer; "check now" sends the requests.
+	checkUntilPassed(t, b, "still-answers", 90*time.Second)
+
+	// Step 4: the Service controller back on, with the page's switch.
+	b.click(t, sw)
+	b.waitFor(t, "the Service controller on", q(sw)+`.getAttribute("aria-checked") === "true"`, 15*time.Second)
+	b.waitFor(t, "EXTERNAL-IP filled on the page", q("svc-row-default/web")+` && `+q("svc-row-default/web")+`.querySelector('[data-testid="svc-external-ip"]').textContent.includes("elb")`, 60*time.Second)
+	if st, out := consoleRun(t, b, "kubectl describe svc web"); st != "ok" || !strings.Contains(out, "EnsuredLoadBalancer") {
+		t.Errorf("kubectl describe svc web: %s %q, want the EnsuredLoadBalancer event", st, out)
+	}
+	checkUntilPassed(t, b, "service-on", 60*time.Second)
+
+	steps := eval[[]string](t, b, `[...document.querySelectorAll('[data-testid="ex-steps"] > li')].map((e) => e.dataset.step + "=" + e.dataset.status)`)
+	if len(steps) != 4 {
+		t.Errorf("the panel shows %d steps, want 4: %v", len(steps), steps)
+	}
+	for _, s := range steps {
+		if !strings.HasSuffix(s, "=passed") {
+			t.Errorf("step %s, want every step passed", s)
+		}
+	}
+	if got := eval[string](t, b, q("ex-status")+`.textContent`); got != web.T(web.JA, "ex.alldone") {
+		t.Errorf("status after the last check = %q", got)
+	}
+
+	// The quiz: a wrong answer gives its reasoning, the right one finishes
+	// the exercise and its badge says so.
+	b.click(t, "ex-choice-who-writes-ingress-0")
+	b.waitFor(t, "the wrong answer explained", q("ex-q-who-writes-ingress")+`.dataset.answered === "true" && `+q("ex-q-who-writes-ingress")+`.dataset.correct === "false" && `+q("ex-why-who-writes-ingress-0")+` !== null`, 10*time.Second)
+	b.click(t, "ex-choice-who-writes-ingress-1")
+	b.waitFor(t, "the right answer", q("ex-q-who-writes-ingress")+`.dataset.correct === "true"`, 10*time.Second)
+	b.waitFor(t, "the badge done", q("ex-badge-"+ex3)+`.dataset.state === "done"`, 10*time.Second)
+
+	// The panel scrolls on its own beside the live view; unfold it for the
+	// screenshot so every step shows.
+	eval[bool](t, b, `(() => { window.scrollTo(0, 0); const a = document.querySelector(".aside"); a.style.height = "auto"; a.style.position = "static"; document.querySelector(".ex").style.overflow = "visible"; return true; })()`)
+	saveScreenshot(t, b, "e2e-exercise3.png")
+	// The refused lines answer 400, which the browser logs on its own.
+	b.check(t, "400")
+}

@@ -1,0 +1,417 @@
+// Exercise panel: the list with a progress badge per exercise, the chosen
+// exercise's steps (body, commands to try, hints on demand, the results of
+// "check now", the explanation once passed), its quiz, and "reset". The
+// panel is not fed by the websocket: it asks /api/exercises when the
+// student acts, so every verdict comes from the lab's checker.
+
+import { h, t, setText, setAttr, show } from "./util.js";
+
+const LANG = document.documentElement.lang === "ja" ? "ja" : "en";
+const PICK_KEY = "ccmlab.exercise";
+const RESET_ARM_MS = 6000;
+
+// The words for a step's status; literal keys so the catalog tests see them.
+const STATUS_TEXT = {
+  passed: "ex.status.passed",
+  failed: "ex.status.failed",
+  current: "ex.status.current",
+  locked: "ex.status.locked",
+};
+
+// initExercises wires the panel. api(method, path, body) is app.js's
+// same-origin fetch (it throws with the lab's error message); fillConsole
+// puts a command into the console's input.
+export function initExercises({ api, fillConsole }) {
+  const el = {
+    panel: document.getElementById("exercises"),
+    list: document.getElementById("ex-list"),
+    load: document.getElementById("ex-load"),
+    detail: document.getElementById("ex-detail"),
+    name: document.getElementById("ex-name"),
+    goal: document.getElementById("ex-goal"),
+    unavailable: document.getElementById("ex-unavailable"),
+    check: document.querySelector('[data-action="ex-check"]'),
+    reset: document.querySelector('[data-action="ex-reset"]'),
+    progress: document.getElementById("ex-progress"),
+    status: document.getElementById("ex-status"),
+    setup: document.getElementById("ex-setup"),
+    steps: document.getElementById("ex-steps"),
+    quizBox: document.getElementById("ex-quiz-box"),
+    quiz: document.getElementById("ex-quiz"),
+  };
+  const ex = {
+    list: [],
+    chosen: null,
+    detail: null,
+    reports: {}, // exercise id -> the last CheckReport
+    hints: {}, // "exercise/step" -> how many hints are shown
+    open: new Set(), // "exercise/step" of steps whose <details> is open
+    busy: "", // "check", "reset", "quiz", "load"
+    resetArmed: 0,
+    status: "",
+    statusBad: false,
+  };
+  const q = (path) => path + (path.includes("?") ? "&" : "?") + "lang=" + LANG;
+
+  function setStatus(text, bad) {
+    ex.status = text;
+    ex.statusBad = !!bad;
+  }
+
+  async function loadList() {
+    ex.list = await api("GET", q("/api/exercises"));
+  }
+
+  async function loadDetail(id) {
+    const d = await api("GET", q("/api/exercises/" + encodeURIComponent(id)));
+    if (ex.chosen === id) ex.detail = d;
+  }
+
+  async function refresh() {
+    try {
+      await loadList();
+      setText(el.load, "");
+      show(el.load, false);
+      let id = ex.chosen;
+      if (!id) {
+        const wanted = new URLSearchParams(location.search).get("exercise") || stored();
+        id = (ex.list.find((e) => e.id === wanted) || ex.list.find((e) => e.available && !e.done) || ex.list[0] || {}).id;
+      }
+      if (id) {
+        ex.chosen = id;
+        await loadDetail(id);
+      }
+    } catch (err) {
+      setText(el.load, t("ex.none", { msg: err.message }));
+      show(el.load, true);
+    }
+    render();
+  }
+
+  function stored() {
+    try {
+      return localStorage.getItem(PICK_KEY);
+    } catch {
+      return null;
+    }
+  }
+
+  async function choose(id) {
+    if (id === ex.chosen && ex.detail) return;
+    ex.chosen = id;
+    ex.detail = null;
+    ex.resetArmed = 0;
+    setStatus("");
+    try {
+      localStorage.setItem(PICK_KEY, id);
+    } catch {
+      // storage may be off
+    }
+    await run("load", () => loadDetail(id));
+  }
+
+  // run does one thing against the lab at a time and redraws around it.
+  async function run(what, fn) {
+    if (ex.busy) return;
+    ex.busy = what;
+    render();
+    try {
+      await fn();
+    } catch (err) {
+      setStatus(t("ex.failed", { msg: err.message }), true);
+    } finally {
+      ex.busy = "";
+      render();
+    }
+  }
+
+  function check() {
+    const id = ex.chosen;
+    if (!id) return;
+    setStatus(t("ex.checking"));
+    run("check", async () => {
+      const rep = await api("POST", q("/api/exercises/" + encodeURIComponent(id) + "/check"));
+      ex.reports[id] = rep;
+      await Promise.all([loadDetail(id), loadList()]);
+      const passed = rep.steps.filter((s) => s.status === "passed").length;
+      setStatus(rep.currentStep === "" ? t("ex.alldone") : t("ex.checked", { p: passed, n: rep.steps.length }));
+    });
+  }
+
+  function reset() {
+    const id = ex.chosen;
+    if (!id) return;
+    if (Date.now() > ex.resetArmed) {
+      // The first press only arms it: a reset deletes the student's work.
+      ex.resetArmed = Date.now() + RESET_ARM_MS;
+      setStatus(t("ex.reset.armed"));
+      render();
+      setTimeout(() => {
+        if (ex.resetArmed && Date.now() >= ex.resetArmed) {
+          ex.resetArmed = 0;
+          render();
+        }
+      }, RESET_ARM_MS + 50);
+      return;
+    }
+    ex.resetArmed = 0;
+    setStatus(t("ex.resetting"));
+    run("reset", async () => {
+      const d = await api("POST", q("/api/exercises/" + encodeURIComponent(id) + "/reset"));
+      delete ex.reports[id];
+      for (const k of Object.keys(ex.hints)) if (k.startsWith(id + "/")) delete ex.hints[k];
+      if (ex.chosen === id) ex.detail = d;
+      await loadList();
+      setStatus(t("ex.reset.done"));
+    });
+  }
+
+  function answer(qid, choice) {
+    const id = ex.chosen;
+    run("quiz", async () => {
+      const res = await api("POST", q("/api/exercises/" + encodeURIComponent(id) + "/quiz/" + encodeURIComponent(qid)), { choice });
+      if (ex.chosen === id && ex.detail) {
+        ex.detail.quiz = ex.detail.quiz.map((x) => (x.id === qid ? res.view : x));
+      }
+      await loadList();
+    });
+  }
+
+  // --- drawing ---
+
+  function render() {
+    // The panel is redrawn whole; keep the keyboard where it was.
+    const focused = document.activeElement && el.panel.contains(document.activeElement) ? document.activeElement.getAttribute("data-testid") : null;
+    renderList();
+    renderDetail();
+    if (focused) {
+      const again = el.panel.querySelector(`[data-testid="${CSS.escape(focused)}"]`);
+      if (again && again !== document.activeElement && !again.disabled) again.focus();
+    }
+  }
+
+  function renderList() {
+    el.list.replaceChildren(
+      ...ex.list.map((s) => {
+        let badge, state;
+        if (!s.available) [badge, state] = [t("ex.badge.off"), "off"];
+        else if (s.done) [badge, state] = [t("ex.badge.done"), "done"];
+        else {
+          badge = s.steps > 0 ? t("ex.badge", { p: s.stepsPassed, n: s.steps }) : "";
+          if (s.questions > 0) badge += (badge ? " · " : "") + t("ex.badge.quiz", { p: s.questionsCorrect, n: s.questions });
+          state = s.stepsPassed > 0 || s.questionsCorrect > 0 ? "progress" : "new";
+        }
+        return h(
+          "li",
+          null,
+          h(
+            "button",
+            {
+              type: "button",
+              class: "ex-pick",
+              "data-action": "ex-pick",
+              "data-id": s.id,
+              "aria-current": s.id === ex.chosen ? "true" : null,
+              "data-testid": "ex-pick-" + s.id,
+            },
+            h("span", { class: "ex-pick-title", text: t("ex.pick", { n: s.order, title: s.title }) }),
+            h("span", { class: "ex-badge", "data-state": state, "data-testid": "ex-badge-" + s.id, text: badge }),
+          ),
+        );
+      }),
+    );
+  }
+
+  function renderDetail() {
+    const d = ex.detail;
+    show(el.detail, !!d);
+    setText(el.status, ex.status);
+    el.status.classList.toggle("bad", ex.statusBad);
+    if (!d) return;
+    setAttr(el.detail, "data-exercise", d.id);
+    setText(el.name, t("ex.pick", { n: d.order, title: d.title }));
+    setText(el.goal, d.goal);
+    setText(el.setup, d.setup);
+    setText(el.unavailable, d.available ? "" : t("ex.unavailable", { msg: d.unavailable || "" }));
+    show(el.unavailable, !d.available);
+    const busy = !!ex.busy;
+    el.check.disabled = busy || !d.available || d.steps.length === 0;
+    setText(el.check, ex.busy === "check" ? t("ex.checking") : t("ex.check"));
+    setAttr(el.check, "aria-busy", ex.busy === "check" ? "true" : null);
+    el.reset.disabled = busy || !d.available;
+    setText(el.reset, ex.resetArmed ? t("ex.reset.confirm") : t("ex.reset"));
+    setAttr(el.reset, "data-armed", ex.resetArmed ? "true" : null);
+    setAttr(el.reset, "aria-busy", ex.busy === "reset" ? "true" : null);
+    setText(el.progress, d.steps.length ? t("ex.progress", { p: d.stepsPassed, n: d.steps.length }) : "");
+    setAttr(el.detail, "data-done", d.steps.length > 0 && d.stepsPassed === d.steps.length ? "true" : "false");
+
+    const rep = ex.reports[d.id];
+    el.steps.replaceChildren(...d.steps.map((s, i) => stepItem(d, s, i, rep)));
+    show(el.quizBox, d.quiz.length > 0);
+    el.quiz.replaceChildren(...d.quiz.map((qv) => questionItem(qv)));
+  }
+
+  function stepStatus(s, rep) {
+    if (s.passed) return "passed";
+    if (s.locked) return "locked";
+    const r = rep && rep.steps.find((x) => x.id === s.id);
+    return r && r.status === "failed" ? "failed" : "current";
+  }
+
+  function stepItem(d, s, i, rep) {
+    const status = stepStatus(s, rep);
+    const key = d.id + "/" + s.id;
+    const r = rep && rep.steps.find((x) => x.id === s.id && x.checked);
+    const active = status === "current" || status === "failed";
+    const headId = "ex-step-h-" + s.id;
+
+    const parts = [
+      h(
+        "div",
+        { class: "ex-step-head" },
+        h("span", { class: "ex-step-n", text: t("ex.step", { n: i + 1 }) }),
+        h("h4", { id: headId, class: "ex-step-title", text: s.title }),
+        h("span", { class: "ex-step-status", "data-testid": "ex-step-status-" + s.id, text: t(STATUS_TEXT[status]) }),
+      ),
+    ];
+    const body = [h("p", { class: "ex-body", text: s.body }), commandList(s)];
+    if (s.checks && s.checks.length) body.push(h("p", { class: "hint", text: t("ex.checks.what", { list: s.checks.join(", ") }) }));
+    if (active) parts.push(...body);
+    else {
+      const det = h("details", { class: "ex-more", "data-key": key }, h("summary", { text: status === "passed" ? t("ex.commands") : s.title }), ...body);
+      det.open = ex.open.has(key);
+      det.addEventListener("toggle", () => (det.open ? ex.open.add(key) : ex.open.delete(key)));
+      parts.push(det);
+    }
+    if (r && r.checks && r.checks.length) {
+      parts.push(
+        h(
+          "ul",
+          { class: "ex-results", "aria-label": t("ex.checks"), "data-testid": "ex-results-" + s.id },
+          r.checks.map((c) =>
+            h(
+              "li",
+              { class: c.pass ? "ok" : "bad", "data-pass": c.pass ? "true" : "false", "data-kind": c.kind, "data-testid": "ex-check-result" },
+              h("span", { class: "ex-mark", text: c.pass ? t("ex.check.pass") : t("ex.check.fail") }),
+              " ",
+              h("code", { text: c.kind }),
+              " ",
+              c.detail,
+            ),
+          ),
+        ),
+      );
+    }
+    if (active && s.hints.length) {
+      const n = Math.min(ex.hints[key] || 0, s.hints.length);
+      if (n > 0) {
+        parts.push(h("div", { class: "ex-hints", "data-testid": "ex-hints-" + s.id }, h("strong", { text: t("ex.hints") }), h("ul", null, s.hints.slice(0, n).map((x) => h("li", { text: x })))));
+      }
+      if (n < s.hints.length) {
+        parts.push(
+          h("button", {
+            type: "button",
+            class: "linklike",
+            "data-action": "ex-hint",
+            "data-key": key,
+            "data-testid": "ex-hint-" + s.id,
+            text: t("ex.hint", { n: n + 1, m: s.hints.length }),
+          }),
+        );
+      }
+    }
+    if (s.attempts > 0 && !s.passed) parts.push(h("p", { class: "hint", text: t("ex.attempts", { n: s.attempts }) }));
+    if (status === "passed" && s.explanation) {
+      parts.push(h("div", { class: "ex-explanation", "data-testid": "ex-explanation-" + s.id }, h("strong", { text: t("ex.explanation") }), h("p", { text: s.explanation })));
+    }
+    return h("li", { class: "ex-step", "data-status": status, "data-step": s.id, "aria-labelledby": headId, "aria-current": active ? "step" : null, "data-testid": "ex-step-" + s.id }, parts);
+  }
+
+  function commandList(s) {
+    if (!s.commands.length) return null;
+    return h(
+      "ul",
+      { class: "ex-cmds", "aria-label": t("ex.commands") },
+      s.commands.map((c) =>
+        h(
+          "li",
+          null,
+          c.console
+            ? h("button", { type: "button", class: "ex-cmd", "data-action": "ex-cmd", "data-line": c.line, "aria-label": t("ex.cmd.copy", { cmd: c.line }), "data-testid": "ex-cmd" }, h("code", { text: c.line }))
+            : h("span", { class: "ex-cmd ex-cmd-shell", "data-testid": "ex-cmd-shell" }, h("code", { text: c.line }), " ", h("span", { class: "ex-tag", title: t("ex.cmd.terminal.hint"), text: t("ex.cmd.terminal") })),
+        ),
+      ),
+    );
+  }
+
+  function questionItem(qv) {
+    const hid = "ex-q-h-" + qv.id;
+    const res = qv.answered ? (qv.correct ? t("ex.quiz.correct") : t("ex.quiz.wrong")) : "";
+    return h(
+      "li",
+      { class: "ex-q", "aria-labelledby": hid, "data-answered": qv.answered ? "true" : "false", "data-correct": qv.correct ? "true" : "false", "data-testid": "ex-q-" + qv.id },
+      h("p", { id: hid, class: "ex-q-text", text: qv.question }),
+      h(
+        "ul",
+        { class: "ex-choices" },
+        qv.choices.map((c, i) => {
+          const chosen = qv.answered && qv.choice === i;
+          const mark = c.correct === true ? "✓ " : c.correct === false ? "✗ " : "";
+          return h(
+            "li",
+            { "data-correct": c.correct === undefined ? null : String(c.correct) },
+            h(
+              "button",
+              {
+                type: "button",
+                class: "ex-choice",
+                "data-action": "ex-answer",
+                "data-q": qv.id,
+                "data-choice": i,
+                "aria-pressed": chosen ? "true" : "false",
+                disabled: !!ex.busy,
+                "data-testid": "ex-choice-" + qv.id + "-" + i,
+              },
+              mark + c.text,
+            ),
+            chosen ? h("span", { class: "ex-tag", text: t("ex.quiz.chosen") }) : null,
+            c.why ? h("p", { class: "ex-why", "data-testid": "ex-why-" + qv.id + "-" + i, text: c.why }) : null,
+          );
+        }),
+      ),
+      h("p", { class: "ex-q-result " + (qv.correct ? "ok" : "bad"), role: "status", "data-testid": "ex-q-result-" + qv.id, text: res }),
+    );
+  }
+
+  el.panel.addEventListener("click", (e) => {
+    const b = e.target.closest("[data-action]");
+    if (!b || b.disabled) return;
+    switch (b.getAttribute("data-action")) {
+      case "ex-pick":
+        choose(b.getAttribute("data-id"));
+        break;
+      case "ex-check":
+        check();
+        break;
+      case "ex-reset":
+        reset();
+        break;
+      case "ex-hint": {
+        const key = b.getAttribute("data-key");
+        ex.hints[key] = (ex.hints[key] || 0) + 1;
+        render();
+        const list = el.steps.querySelector(`[data-step="${CSS.escape(key.split("/")[1])}"] .ex-hints li:last-child`);
+        if (list) list.scrollIntoView({ block: "nearest" });
+        break;
+      }
+      case "ex-cmd":
+        fillConsole(b.getAttribute("data-line"));
+        break;
+      case "ex-answer":
+        answer(b.getAttribute("data-q"), Number(b.getAttribute("data-choice")));
+        break;
+    }
+  });
+
+  return { refresh, state: ex };
+}
