@@ -3,6 +3,8 @@ SHELL := /bin/bash
 GO ?= go
 BIN := bin/ccmlab
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# No -trimpath: the build then shares its compile cache with `make test`,
+# which matters when Kubernetes takes minutes to compile on 2 cores.
 LDFLAGS := -s -w -X main.version=$(VERSION)
 # Packages whose code holds concurrency; they run under the race detector.
 RACE_PKGS := ./lab/cloud/... ./server/... ./controllers/... ./lab/kubelet/... ./lab/dataplane/... ./lab/flow/...
@@ -16,7 +18,7 @@ help: ## Show this help
 
 .PHONY: build
 build: ## Build bin/ccmlab
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/ccmlab
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/ccmlab
 
 .PHONY: run
 run: build ## Start the lab (embedded control plane, no Docker, no flags)
