@@ -348,6 +348,13 @@ func (r requester) Send(ctx context.Context, spec server.RequestSpec) (any, erro
 				if req.Port == 0 {
 					return nil, fmt.Errorf("service %s has no NodePort", spec.Service)
 				}
+				// Every node answers on a NodePort; without a choice, the
+				// first Ready one receives the request.
+				for _, n := range r.flow.Snapshot().Nodes {
+					if req.Node == "" && n.Ready == "True" {
+						req.Node = n.Name
+					}
+				}
 			}
 		}
 	}
