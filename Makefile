@@ -39,8 +39,18 @@ verify: lint ## lint + generated files are current
 		$(GO) tool templ generate >/dev/null && git diff --exit-code -- '*_templ.go' || { echo "templ output is stale: run make generate"; exit 1; }; \
 	fi
 
+.PHONY: browser
+browser: ## Install Debian's chromium for the browser tests if it is missing
+	@if command -v chromium >/dev/null 2>&1; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing chromium for the browser tests"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-ipafont-gothic >/dev/null; \
+	else \
+		echo "chromium is missing: browser tests will skip (under CI=true they fail). Install it with: sudo apt-get install chromium"; \
+	fi
+
 .PHONY: test
-test: verify ## Run every test (integration and browser tests included)
+test: verify browser ## Run every test (integration and browser tests included)
 	$(GO) test -count=1 -timeout 30m ./...
 	$(GO) test -count=1 -race -timeout 30m $(RACE_PKGS)
 
