@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -301,7 +302,7 @@ func (l *lab) converged() (bool, string) {
 	if len(lbs) > 0 {
 		var names []string
 		for n, lb := range lbs {
-			names = append(names, n+"("+lb.Tags[TagServiceName]+")")
+			names = append(names, n+"("+lb.Tags[TagServiceName]+")"+lbHistory(l, n))
 		}
 		return false, "orphaned load balancers: " + strings.Join(names, " ")
 	}
@@ -315,4 +316,16 @@ func (l *lab) converged() (bool, string) {
 		return false, fmt.Sprintf("routes %v, podCIDRs %v", routes, podCIDRs)
 	}
 	return true, ""
+}
+
+// lbHistory lists the cloud calls about one load balancer, so that an
+// orphan seen once under load can be explained from the test output.
+func lbHistory(l *lab, name string) string {
+	var b strings.Builder
+	for _, c := range l.cloud.Calls(0) {
+		if slices.Contains(c.Resources, name) {
+			fmt.Fprintf(&b, "\n    %s %s by %s %s%s", c.Time.Format("15:04:05.000"), c.Action, c.Caller, c.State, cmp.Or(" "+c.ErrorCode, ""))
+		}
+	}
+	return b.String()
 }
