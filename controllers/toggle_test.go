@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -324,7 +323,7 @@ func lbHistory(l *lab, name string) string {
 	var b strings.Builder
 	for _, c := range l.cloud.Calls(0) {
 		if slices.Contains(c.Resources, name) {
-			fmt.Fprintf(&b, "\n    %s %s by %s %s%s", c.Time.Format("15:04:05.000"), c.Action, c.Caller, c.State, cmp.Or(" "+c.ErrorCode, ""))
+			fmt.Fprintf(&b, "\n    %s %s by %s %s %s", c.Time.Format("15:04:05.000"), c.Action, c.Caller, c.State, c.ErrorCode)
 		}
 	}
 	return b.String()
