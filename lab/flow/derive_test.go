@@ -46,6 +46,10 @@ func TestDeriveService(t *testing.T) {
 			svc: svcView(func(v *ServiceView) { v.Finalizers = []string{FinalizerLBCleanup} }), controllers: on, eligibleNodes: 3,
 			calls: []cloud.Call{call(1, "DescribeLoadBalancers", ""), call(2, "CreateLoadBalancer", cloud.ErrAccessDenied)},
 		}, 2, ReasonCloudError},
+		{"IAM denied seen before the finalizer", serviceInput{
+			svc: svcView(), controllers: on, eligibleNodes: 3,
+			calls: []cloud.Call{call(2, "CreateLoadBalancer", cloud.ErrAccessDenied)},
+		}, 2, ReasonCloudError},
 		{"denied then healed", serviceInput{
 			svc: svcView(func(v *ServiceView) { v.Finalizers = []string{FinalizerLBCleanup} }), controllers: on, eligibleNodes: 3, lb: &cloud.LoadBalancer{Name: "lb"},
 			calls: []cloud.Call{call(2, "CreateLoadBalancer", cloud.ErrAccessDenied), call(3, "CreateLoadBalancer", "")},

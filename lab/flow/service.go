@@ -108,6 +108,12 @@ func deriveService(in serviceInput, firstSeen map[int]time.Time) ServiceFlow {
 		ev[1] = evidence{e.Time, "event EnsuringLoadBalancer from " + e.Source}
 	} else if hasAny(in.svc.Finalizers, FinalizerLBCleanup, "service.k8s.aws/resources") {
 		ev[1] = evidence{time.Time{}, "finalizer " + in.svc.Finalizers[0]}
+	} else if len(in.calls) > 0 {
+		// A cloud call about this Service's LB proves a controller noticed
+		// it, even when that call's record arrives before the watch shows
+		// the finalizer or the event (they travel on different streams).
+		c := in.calls[0]
+		ev[1] = evidence{c.Time, "call " + c.Action + " by " + c.Caller}
 	}
 	if c, ok := lastCall(in.calls, true, "CreateLoadBalancer"); ok {
 		ev[2] = evidence{c.Time, "call CreateLoadBalancer by " + c.Caller}
