@@ -58,7 +58,7 @@ func theWorld(t *testing.T) *world {
 }
 
 func startWorld() (*world, error) {
-	ctx := context.Background()
+	ctx := env.Ctx
 	c, err := cloud.New(cloud.Config{})
 	if err != nil {
 		return nil, err

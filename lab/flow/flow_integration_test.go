@@ -68,7 +68,7 @@ func theWorld(t *testing.T) *world {
 	if shared != nil {
 		return shared
 	}
-	ctx := context.Background()
+	ctx := env.Ctx
 	c, err := cloud.New(cloud.Config{})
 	if err != nil {
 		t.Fatal(err)

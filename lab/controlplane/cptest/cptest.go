@@ -18,6 +18,10 @@ import (
 
 // Env is the shared control plane of a test package.
 type Env struct {
+	// Ctx ends when the package's tests are done, before the control plane
+	// stops: components a test package starts with it (kubelets,
+	// controllers) go quiet instead of retrying against a dead apiserver.
+	Ctx     context.Context
 	CP      *controlplane.ControlPlane
 	Config  *rest.Config
 	Client  kubernetes.Interface
@@ -59,6 +63,8 @@ func run(m *testing.M, env **Env, mutate []func(*controlplane.Config)) int {
 		fmt.Fprintln(os.Stderr, "cptest:", err)
 		return 1
 	}
-	*env = &Env{CP: cp, Config: cp.RestConfig(), Client: client, DataDir: dir}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel() // runs before the deferred Stop above
+	*env = &Env{Ctx: ctx, CP: cp, Config: cp.RestConfig(), Client: client, DataDir: dir}
 	return m.Run()
 }
