@@ -419,12 +419,26 @@ func TestReRegisterAndRestart(t *testing.T) {
 	first := waitNodeReady(t, name, v1.ConditionTrue, waitTimeout)
 	ctx := context.Background()
 
+	// Ready comes from the status loop and the lease from its own loop, so
+	// a Ready node may not have its first lease yet: wait for it.
+	var oldLease types.UID
+	waitFor(t, waitTimeout, "first lease", func(ctx context.Context) (bool, error) {
+		lease, err := env.Client.CoordinationV1().Leases(v1.NamespaceNodeLease).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		oldLease = lease.UID
+		return true, nil
+	})
 	if err := env.Client.CoordinationV1().Leases(v1.NamespaceNodeLease).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, waitTimeout, "lease recreated", func(ctx context.Context) (bool, error) {
-		_, err := env.Client.CoordinationV1().Leases(v1.NamespaceNodeLease).Get(ctx, name, metav1.GetOptions{})
-		return err == nil, err
+		lease, err := env.Client.CoordinationV1().Leases(v1.NamespaceNodeLease).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return lease.UID != oldLease, nil
 	})
 
 	if err := env.Client.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
