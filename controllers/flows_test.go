@@ -3,15 +3,18 @@ package controllers
 import (
 	"encoding/json"
 	"errors"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	cloudprovider "k8s.io/cloud-provider"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	servicehelper "k8s.io/cloud-provider/service/helpers"
@@ -409,3 +412,54 @@ func TestManagerAPI(t *testing.T) {
 		return n.Spec.ProviderID == "kubevirt://"+inst.PrivateDNSName, n.Spec.ProviderID
 	})
 }
+
+// TestSwitchWaitsForStragglers: an API request of a switched-off instance
+// that outlives StopTimeout keeps the next instance from starting, so two
+// instances of one controller never act at once; once it returns, the
+// controller starts and catches up.
+func TestSwitchWaitsForStragglers(t *testing.T) {
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	free := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(free)
+	var held atomic.Int32
+	hold := func(c *Config) {
+		c.Tuning.StopTimeout = 300 * time.Millisecond
+		rc := rest.CopyConfig(c.RestConfig)
+		rc.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+			return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				// The Node controller writing a Node: hold the first one.
+				if r.Method != http.MethodGet && strings.HasSuffix(r.UserAgent(), "/"+profile.Node) &&
+					strings.Contains(r.URL.Path, "/nodes/") && held.Add(1) == 1 {
+					<-release
+				}
+				return rt.RoundTrip(r)
+			})
+		})
+		c.RestConfig = rc
+	}
+	l := newLab(t, "aws", []string{profile.Node}, hold)
+	inst := l.addNodes(1)[0]
+	eventually(t, 15*time.Second, "a node write held", func() (bool, string) { return held.Load() > 0, "" })
+
+	t0 := time.Now()
+	if err := l.mgr.Disable(profile.Node); err != nil {
+		t.Fatalf("Disable: %v", err)
+	}
+	t.Logf("Disable returned after %s with a request still in flight", time.Since(t0).Round(time.Millisecond))
+	if err := l.mgr.Enable(profile.Node); !errors.Is(err, ErrBusy) {
+		t.Fatalf("Enable with the old instance's request in flight = %v, want ErrBusy", err)
+	}
+	if on := l.mgr.Status()[profile.Node]; on {
+		t.Error("node reported on after a refused Enable")
+	}
+	free()
+	if err := l.mgr.Enable(profile.Node); err != nil {
+		t.Fatalf("Enable after the request returned: %v", err)
+	}
+	eventually(t, 15*time.Second, "node initialized", func() (bool, string) { return nodeInitialized(l, inst) })
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -51,6 +51,19 @@ type lab struct {
 
 	mu        sync.Mutex
 	heartbeat map[string]bool // node name -> renew its Lease
+	timeline  []timelineEntry // what a test chose to record, for failure output
+}
+
+type timelineEntry struct {
+	at   time.Time
+	what string
+}
+
+// note records a moment for lbHistory's failure output.
+func (l *lab) note(what string) {
+	l.mu.Lock()
+	l.timeline = append(l.timeline, timelineEntry{time.Now(), what})
+	l.mu.Unlock()
 }
 
 type labOpt func(*Config)

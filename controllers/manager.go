@@ -35,6 +35,9 @@ var (
 	ErrNotInProfile = errors.New("controller not available in this profile")
 	// ErrStopped: the manager's Run has returned.
 	ErrStopped = errors.New("controller manager has stopped")
+	// ErrBusy: the previous instance of the controller still has requests
+	// in flight, so a new one may not start yet (503, retry).
+	ErrBusy = errors.New("controller busy")
 )
 
 // Config says what the manager runs and against what.
@@ -198,6 +201,10 @@ type Manager struct {
 	runCtx  context.Context // non-nil while Run is active
 	stopped bool
 	units   map[string]*unit
+	// draining holds a stopped instance whose requests outlived
+	// StopTimeout; the next instance of that controller starts only once
+	// they have returned, so two instances never act at the same time.
+	draining map[string]*gate
 
 	// stMu guards on, so Status never waits behind a slow switch.
 	stMu sync.RWMutex
@@ -223,6 +230,7 @@ func NewManager(cfg Config) (*Manager, error) {
 		metrics:  controllersmetrics.NewControllerManagerMetrics("ccmlab-cloud-controller-manager"),
 		cidrs:    cidrs,
 		units:    map[string]*unit{},
+		draining: map[string]*gate{},
 		on:       map[string]bool{},
 		subs:     map[int]chan StatusChange{},
 	}
@@ -359,7 +367,9 @@ func (m *Manager) Disable(name string) error {
 		return nil
 	}
 	if u := m.units[name]; u != nil {
-		m.stopUnit(u)
+		if !m.stopUnit(u) {
+			m.draining[name] = u.gate
+		}
 		delete(m.units, name)
 	}
 	m.setOn(name, false)

@@ -17,6 +17,7 @@ import (
 	cloudproviderapi "k8s.io/cloud-provider/api"
 
 	"github.com/ccmlab/ccmlab/lab/cloud"
+	"github.com/ccmlab/ccmlab/lab/profile"
 )
 
 // goroutineCounts returns the process's goroutines and how many of them run
@@ -78,6 +79,18 @@ func TestToggleChurn(t *testing.T) {
 		live = slices.Clone(nodes)
 	)
 	ctx, stopChurn := context.WithCancel(l.ctx)
+	// The switches, for an orphan's history.
+	switches, unsubscribe := l.mgr.Subscribe(1024)
+	var recorder sync.WaitGroup
+	recorder.Go(func() {
+		for c := range switches {
+			l.note(fmt.Sprintf("%s enabled=%v", c.Controller, c.Enabled))
+		}
+	})
+	defer func() {
+		unsubscribe()
+		recorder.Wait()
+	}()
 	var churn sync.WaitGroup
 	churn.Go(func() { // Services come and go
 		rng := rand.New(rand.NewPCG(1, 2))
@@ -86,10 +99,12 @@ func TestToggleChurn(t *testing.T) {
 			if len(names) > 8 || (len(names) > 0 && rng.IntN(3) == 0) {
 				k := rng.IntN(len(names))
 				_ = l.client.CoreV1().Services(l.ns).Delete(ctx, names[k], metav1.DeleteOptions{})
+				l.note("deleted service " + names[k])
 				names = slices.Delete(names, k, k+1)
 			} else {
 				name := fmt.Sprintf("churn-%d", i)
 				if _, err := l.client.CoreV1().Services(l.ns).Create(ctx, l.lbService(name, nil), metav1.CreateOptions{}); err == nil {
+					l.note("created service " + name)
 					names = append(names, name)
 				}
 			}
@@ -216,6 +231,15 @@ func TestToggleChurn(t *testing.T) {
 			t.Errorf("cloud call %s by %s with every controller off", c.Action, c.Caller)
 		}
 	}
+	if raceEnabled {
+		// The node joined while everything was off; initializing it changes
+		// its providerID, which sends the Service controller's node worker
+		// into the upstream race described above. Let it finish first.
+		if err := l.mgr.Enable(profile.Node); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 30*time.Second, "new node initialized", func() (bool, string) { return nodeInitialized(l, final[len(final)-1]) })
+	}
 	for _, name := range l.mgr.Controllers() {
 		if err := l.mgr.Enable(name); err != nil {
 			t.Fatal(err)
@@ -317,14 +341,32 @@ func (l *lab) converged() (bool, string) {
 	return true, ""
 }
 
-// lbHistory lists the cloud calls about one load balancer, so that an
+// lbHistory lists the cloud calls about one load balancer, merged with
+// what the test recorded (switches, Service creates and deletes) from a
+// second before the first call to a second after the last, so that an
 // orphan seen once under load can be explained from the test output.
 func lbHistory(l *lab, name string) string {
-	var b strings.Builder
+	var lines []timelineEntry
 	for _, c := range l.cloud.Calls(0) {
 		if slices.Contains(c.Resources, name) {
-			fmt.Fprintf(&b, "\n    %s %s by %s %s %s", c.Time.Format("15:04:05.000"), c.Action, c.Caller, c.State, c.ErrorCode)
+			lines = append(lines, timelineEntry{c.Time, fmt.Sprintf("cloud %s by %s %s %s", c.Action, c.Caller, c.State, c.ErrorCode)})
 		}
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	from, to := lines[0].at.Add(-time.Second), lines[len(lines)-1].at.Add(time.Second)
+	l.mu.Lock()
+	for _, e := range l.timeline {
+		if e.at.After(from) && e.at.Before(to) {
+			lines = append(lines, e)
+		}
+	}
+	l.mu.Unlock()
+	slices.SortStableFunc(lines, func(a, b timelineEntry) int { return a.at.Compare(b.at) })
+	var b strings.Builder
+	for _, e := range lines {
+		fmt.Fprintf(&b, "\n    %s %s", e.at.Format("15:04:05.000"), e.what)
 	}
 	return b.String()
 }

@@ -41,6 +41,13 @@ type unit struct {
 // start builds and starts a fresh instance. Called with m.mu held and Run
 // active.
 func (m *Manager) start(name string) error {
+	if g := m.draining[name]; g != nil {
+		// A real CCM gets this from leader election: one active instance.
+		if !g.close(m.cfg.Tuning.StopTimeout) {
+			return fmt.Errorf("%w: the previous %s controller still has requests in flight; try again", ErrBusy, name)
+		}
+		delete(m.draining, name)
+	}
 	t0 := time.Now()
 	u := &unit{name: name, done: make(chan struct{}), gate: &gate{}, started: t0}
 	ctx, cancel := context.WithCancel(m.runCtx)
@@ -67,8 +74,10 @@ func (m *Manager) start(name string) error {
 	return nil
 }
 
-// stopUnit cancels an instance and waits for it to be gone for good.
-func (m *Manager) stopUnit(u *unit) {
+// stopUnit cancels an instance and waits for it to be gone for good. It
+// reports false when requests of the instance were still in flight after
+// StopTimeout.
+func (m *Manager) stopUnit(u *unit) bool {
 	t0 := time.Now()
 	timeout := m.cfg.Tuning.StopTimeout
 	u.cancel()
@@ -84,9 +93,11 @@ func (m *Manager) stopUnit(u *unit) {
 		m.log.Warn("informers did not stop in time; continuing", "controller", u.name, "timeout", timeout)
 	}
 	if !u.gate.close(timeout) {
-		m.log.Warn("requests still in flight after switch-off; they will fail or finish on their own", "controller", u.name, "timeout", timeout)
+		m.log.Warn("requests still in flight after switch-off; the next instance waits for them", "controller", u.name, "timeout", timeout)
+		return false
 	}
 	m.log.Debug("controller stopped", "controller", u.name, "took", time.Since(t0), "ran", time.Since(u.started))
+	return true
 }
 
 func waitFor(ch <-chan struct{}, timeout time.Duration) bool {
