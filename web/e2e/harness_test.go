@@ -394,9 +394,12 @@ func (b *browser) do(t testing.TB, what string, actions ...chromedp.Action[chrom
 	}
 }
 
-// waitFor polls a JS expression until it is truthy.
+// waitFor polls a JS expression until it is truthy. Every wait gets at
+// least 15s: a loaded 2-core CI machine can stall a renderer for seconds,
+// and a wait that holds returns at once anyway.
 func (b *browser) waitFor(t testing.TB, what, expr string, timeout time.Duration) {
 	t.Helper()
+	timeout = max(timeout, 15*time.Second)
 	ctx, cancel := context.WithTimeout(b.ctx, timeout+5*time.Second)
 	defer cancel()
 	ok, err := chromedp.Run(ctx, chromedp.Poll[bool]("!!("+expr+")", chromedp.WithPollingTimeout(timeout), chromedp.WithPollingInterval(50*time.Millisecond)))
