@@ -355,9 +355,12 @@ func reasons(evs []v1.Event) []string {
 }
 
 // eventually polls cond every 100 ms until it reports true or timeout
-// passes; then the test fails with cond's last explanation.
+// passes; then the test fails with cond's last explanation. timeout is at
+// least 30s: the race pass on a loaded 2-core machine runs several times
+// slower, and a condition that holds returns at once anyway.
 func eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
+	timeout = max(timeout, 30*time.Second)
 	deadline := time.Now().Add(timeout)
 	var why string
 	for {
