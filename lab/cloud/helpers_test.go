@@ -117,7 +117,7 @@ func await[T any](t testing.TB, ch <-chan result[T], what string) result[T] {
 	select {
 	case r := <-ch:
 		return r
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatalf("timed out waiting for %s", what)
 		panic("unreachable")
 	}

@@ -420,7 +420,7 @@ func TestLoadBalancerTraffic(t *testing.T) {
 			if got.ID != tr.ID {
 				t.Errorf("subscriber got trace %s, want %s", got.ID, tr.ID)
 			}
-		case <-time.After(5 * time.Second):
+		case <-time.After(30 * time.Second):
 			t.Fatal("subscriber got no trace")
 		}
 	}
