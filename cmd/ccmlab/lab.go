@@ -17,7 +17,6 @@ import (
 	"github.com/ccmlab/ccmlab/controllers"
 	"github.com/ccmlab/ccmlab/exercises"
 	"github.com/ccmlab/ccmlab/lab/cloud"
-	"github.com/ccmlab/ccmlab/lab/controlplane"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
 	"github.com/ccmlab/ccmlab/lab/flow"
 	"github.com/ccmlab/ccmlab/lab/kubelet"
@@ -58,7 +57,7 @@ func newEpoch() string {
 
 // startLab builds and runs everything but the control plane and the HTTP
 // server. srv provides the snapshot for new websocket clients.
-func startLab(ctx context.Context, cfg labConfig, cp *controlplane.ControlPlane, srv *server.Server, progress func(string, time.Duration)) (_ *lab, err error) {
+func startLab(ctx context.Context, cfg labConfig, cp cluster, srv *server.Server, progress func(string, time.Duration)) (_ *lab, err error) {
 	begin := time.Now()
 	ingress := cloud.IngressHostname
 	if cfg.profile.IngressIP {

@@ -270,3 +270,96 @@ func TestBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestAttach runs one ccmlab as "the existing cluster" (its control plane,
+// no nodes, no CCM) and a second one attached to it with --kubeconfig: the
+// second lab's nodes join the first one's cluster and its CCM initializes
+// them; its data dir gets a kubeconfig that works.
+func TestAttach(t *testing.T) {
+	ctx := context.Background()
+	hostDir, labDir := t.TempDir(), t.TempDir()
+	startProcess(t, hostDir, "--nodes", "0", "--controllers", "none")
+	attached := startProcess(t, labDir, "--kubeconfig", filepath.Join(hostDir, "kubeconfig"), "--nodes", "2")
+	if !strings.Contains(attached.out.String(), "attached to https://127.0.0.1:") {
+		t.Errorf("output does not say where it attached:\n%s", attached.out)
+	}
+
+	// The ready line waits for the Node controller; the host cluster sees
+	// the attached lab's nodes initialized.
+	nodes, err := clientFor(t, hostDir).CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes.Items) != 2 {
+		t.Fatalf("host cluster has %d nodes, want the attached lab's 2", len(nodes.Items))
+	}
+	for _, n := range nodes.Items {
+		if !strings.HasPrefix(n.Spec.ProviderID, "aws:///") {
+			t.Errorf("node %s providerID %q, want aws:///...", n.Name, n.Spec.ProviderID)
+		}
+		for _, taint := range n.Spec.Taints {
+			if taint.Key == "node.cloudprovider.kubernetes.io/uninitialized" {
+				t.Errorf("node %s still has the uninitialized taint", n.Name)
+			}
+		}
+	}
+
+	// <data-dir>/kubeconfig of the attached lab reaches the same cluster.
+	kubectl := exec.Command(binary, "kubectl", "get", "nodes", "-o", "name")
+	kubectl.Env = append(os.Environ(), "CCMLAB_DATA_DIR="+labDir, "KUBECONFIG=")
+	out, err := kubectl.CombinedOutput()
+	if err != nil {
+		t.Fatalf("ccmlab kubectl: %v\n%s", err, out)
+	}
+	if got := strings.Count(string(out), "node/"); got != 2 {
+		t.Errorf("ccmlab kubectl get nodes in the attached lab lists %d nodes:\n%s", got, out)
+	}
+	attached.stop(t)
+}
+
+func TestAttachBadInput(t *testing.T) {
+	dead := filepath.Join(t.TempDir(), "dead-kubeconfig")
+	// A cluster on a port nobody listens on.
+	addr := freeAddr(t)
+	if err := os.WriteFile(dead, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://`+addr+`", insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: x}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"missing kubeconfig", []string{"--kubeconfig", filepath.Join(t.TempDir(), "nope")}, "no such file"},
+		{"unreachable cluster", []string{"--kubeconfig", dead}, "cannot reach the cluster at https://" + addr},
+		{"cluster CIDR without kubeconfig", []string{"--cluster-cidr", "10.244.0.0/16"}, "only applies with --kubeconfig"},
+		{"bad cluster CIDR", []string{"--kubeconfig", dead, "--cluster-cidr", "10.244.0.0/33"}, `--cluster-cidr "10.244.0.0/33"`},
+		{"cluster CIDR too small", []string{"--kubeconfig", dead, "--cluster-cidr", "10.244.0.0/28"}, "too small"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dataDir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dataDir, "marker"), []byte("keep me"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			before := snapshot(t, dataDir)
+			cmd := exec.Command(binary, append([]string{"--data-dir", dataDir, "--listen", "127.0.0.1:0"}, tt.args...)...)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Run(); err == nil {
+				t.Fatal("ccmlab exited 0, want an error")
+			}
+			lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+			if len(lines) != 1 || !strings.HasPrefix(lines[0], "ccmlab: ") || !strings.Contains(lines[0], tt.want) {
+				t.Fatalf("stderr = %q, want one line containing %q", stderr.String(), tt.want)
+			}
+			if after := snapshot(t, dataDir); after != before {
+				t.Fatalf("data dir changed:\nbefore:\n%s\nafter:\n%s", before, after)
+			}
+		})
+	}
+}

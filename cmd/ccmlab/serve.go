@@ -34,6 +34,8 @@ type serveOptions struct {
 	addons       string
 	token        string
 	cloudLatency time.Duration
+	kubeconfig   string
+	clusterCIDR  string
 	// bareAPIServer is the cold-start benchmark's baseline: etcd and
 	// kube-apiserver only.
 	bareAPIServer bool
@@ -53,6 +55,8 @@ func (o *serveOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.addons, "addons", o.addons, "add-ons: lbc (a load-balancer-controller for loadBalancerClass service.k8s.aws/nlb, ip targets)")
 	fs.StringVar(&o.token, "token", o.token, "bearer token required on every request (required when --listen is not loopback; env CCMLAB_TOKEN)")
 	fs.DurationVar(&o.cloudLatency, "cloud-latency", o.cloudLatency, "delay added to every cloud API call, for slow-motion demos")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", o.kubeconfig, "attach to the existing cluster in this kubeconfig instead of embedding one (a throwaway one, e.g. kind: it should allocate node CIDRs and run no other CCM)")
+	fs.StringVar(&o.clusterCIDR, "cluster-cidr", o.clusterCIDR, "with --kubeconfig: the cluster's Pod network (default "+defaultAttachedClusterCIDR+", kind's)")
 	fs.BoolVar(&o.bareAPIServer, "bare-apiserver", false, "start only etcd and kube-apiserver (benchmark baseline)")
 	_ = fs.MarkHidden("bare-apiserver")
 }
@@ -79,6 +83,20 @@ func (o *serveOptions) validate() error {
 	}
 	if o.cloudLatency < 0 || o.cloudLatency > time.Minute {
 		return fmt.Errorf("--cloud-latency %s: must be between 0 and 1m", o.cloudLatency)
+	}
+	if o.kubeconfig == "" && o.clusterCIDR != "" {
+		return fmt.Errorf("--cluster-cidr only applies with --kubeconfig (the embedded control plane chooses its own)")
+	}
+	if o.kubeconfig != "" {
+		if o.bareAPIServer {
+			return fmt.Errorf("--bare-apiserver and --kubeconfig exclude each other")
+		}
+		if o.clusterCIDR == "" {
+			o.clusterCIDR = defaultAttachedClusterCIDR
+		}
+		if err := validateClusterCIDR(o.clusterCIDR); err != nil {
+			return err
+		}
 	}
 	host, _, _ := net.SplitHostPort(o.listen)
 	if ip := net.ParseIP(host); (ip == nil || !ip.IsLoopback()) && host != "localhost" && o.token == "" {
@@ -107,6 +125,14 @@ func serve(ctx context.Context, o *serveOptions, out io.Writer) error {
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", o.listen, errors.Unwrap(err))
+	}
+	// An attached cluster is checked before the data dir is touched, too.
+	var attached *attachedCluster
+	if o.kubeconfig != "" {
+		if attached, err = attach(ctx, o.kubeconfig, o.clusterCIDR); err != nil {
+			ln.Close()
+			return err
+		}
 	}
 	dataDir, unlock, err := prepareDataDir(o.dataDir)
 	if err != nil {
@@ -148,18 +174,29 @@ func serve(ctx context.Context, o *serveOptions, out io.Writer) error {
 		fmt.Fprintf(out, "  %-20s ready after %s\n", stage, elapsed.Round(10*time.Millisecond))
 	}
 	fmt.Fprintf(out, "ccmlab %s starting in %s\n", version, dataDir)
-	cp, err := controlplane.Start(ctx, controlplane.Config{
-		DataDir:       dataDir,
-		Verbosity:     o.verbosity,
-		Progress:      progress,
-		APIServerOnly: o.bareAPIServer,
-	})
-	if err != nil {
-		return err
+	var cl cluster
+	if attached != nil {
+		controlplane.QuietKlog(o.verbosity)
+		if err := attached.writeKubeconfig(dataDir); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "  attached to %s (cluster CIDR %s)\n", attached.restConfig.Host, attached.clusterCIDR)
+		cl = attached
+	} else {
+		cp, err := controlplane.Start(ctx, controlplane.Config{
+			DataDir:       dataDir,
+			Verbosity:     o.verbosity,
+			Progress:      progress,
+			APIServerOnly: o.bareAPIServer,
+		})
+		if err != nil {
+			return err
+		}
+		cl = cp
 	}
 	defer func() {
 		fmt.Fprintln(out, "ccmlab stopping")
-		if err := cp.Stop(); err != nil {
+		if err := cl.Stop(); err != nil {
 			logger.Error("stopping the control plane", "err", err)
 		}
 	}()
@@ -169,7 +206,7 @@ func serve(ctx context.Context, o *serveOptions, out io.Writer) error {
 	lab, err := startLab(ctx, labConfig{
 		dataDir: dataDir, profile: p, controllers: enabled, addons: addons,
 		nodes: o.nodes, cloudLatency: o.cloudLatency, logger: logger,
-	}, cp, srv, progress)
+	}, cl, srv, progress)
 	if err != nil {
 		return err
 	}
@@ -186,7 +223,7 @@ func serve(ctx context.Context, o *serveOptions, out io.Writer) error {
 	waitNodesInitialized(ctx, lab, enabled, progress, begin)
 	srv.SetReady(true)
 	progress("lab", time.Since(begin))
-	fmt.Fprintf(out, "ccmlab is ready: http://%s  kubeconfig: %s\n", ln.Addr(), cp.KubeconfigPath())
+	fmt.Fprintf(out, "ccmlab is ready: http://%s  kubeconfig: %s\n", ln.Addr(), cl.KubeconfigPath())
 
 	select {
 	case <-ctx.Done():

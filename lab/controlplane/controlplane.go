@@ -87,7 +87,7 @@ func Start(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	quietKlog(cfg.Verbosity)
+	QuietKlog(cfg.Verbosity)
 
 	cp := &ControlPlane{cfg: cfg, pki: pki{dir: filepath.Join(cfg.DataDir, "pki")}}
 	defer func() {
@@ -212,10 +212,11 @@ func (cp *ControlPlane) Stop() error {
 	return cp.stopErr
 }
 
-// quietKlog routes the Kubernetes components' klog output nowhere unless a
+// QuietKlog routes the Kubernetes components' klog output nowhere unless a
 // verbosity was asked for. klog is process-global, which is why this is the
-// only place that touches it.
-func quietKlog(v int) {
+// only place that touches it; Start calls it, and a lab attached to an
+// existing cluster (whose CCM still logs through klog) calls it instead.
+func QuietKlog(v int) {
 	// Each component re-applies logging options; without this a second
 	// application with equal values would fail.
 	logsapi.ReapplyHandling = logsapi.ReapplyHandlingIgnoreUnchanged
