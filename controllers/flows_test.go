@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	cloudprovider "k8s.io/cloud-provider"
 	cloudproviderapi "k8s.io/cloud-provider/api"
@@ -463,3 +465,70 @@ func TestSwitchWaitsForStragglers(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestStaleServiceGetsNoLoadBalancer: a Service controller instance acting
+// on a cached Service that the apiserver no longer has in that form (gone,
+// re-created, being deleted) creates no load balancer; see confirmService.
+func TestStaleServiceGetsNoLoadBalancer(t *testing.T) {
+	ctx := context.Background()
+	ns := "stale-svc"
+	if _, err := env.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}) })
+	prov, c := newProvider(t, "aws")
+	p := prov.For(Caller(profile.Service)).withServices(env.Client.CoreV1())
+	inst := run(t, c)
+	nodes := []*v1.Node{nodeNamed(inst.PrivateDNSName, "")}
+	create := func(name string, finalizers ...string) *v1.Service {
+		s := lbSvc("", v1.ServicePort{Port: 80, NodePort: 30080, Protocol: v1.ProtocolTCP})
+		s.Name, s.Namespace, s.Finalizers = name, ns, finalizers
+		s.Spec.Ports[0].NodePort = 0
+		got, err := env.Client.CoreV1().Services(ns).Create(ctx, s, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.Spec.Ports[0].NodePort = 30080 // what EnsureLoadBalancer reads
+		return got
+	}
+
+	live := create("live")
+	gone := live.DeepCopy()
+	gone.Name, gone.UID = "gone", "0b6f1c1e-0000-4000-8000-000000000001"
+	recreated := create("recreated")
+	recreated.UID = "0b6f1c1e-0000-4000-8000-000000000002"
+	deleting := create("deleting", "ccmlab.test/hold")
+	if err := env.Client.CoreV1().Services(ns).Delete(ctx, "deleting", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = env.Client.CoreV1().Services(ns).Patch(ctx, "deleting", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	})
+
+	for _, tc := range []struct {
+		svc  *v1.Service
+		want string
+	}{
+		{gone, "no longer exists"},
+		{recreated, "deleted and created again"},
+		{deleting, "is being deleted"},
+		{live, ""},
+	} {
+		t.Run(tc.svc.Name, func(t *testing.T) {
+			_, err := p.EnsureLoadBalancer(ctx, "ccmlab", tc.svc, nodes)
+			_, exists := findLB(c, cloudprovider.DefaultLoadBalancerName(tc.svc))
+			if tc.want == "" {
+				if err != nil || !exists {
+					t.Fatalf("EnsureLoadBalancer = %v, LB exists %v; want it created", err, exists)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("EnsureLoadBalancer = %v, want an error saying %q", err, tc.want)
+			}
+			if exists {
+				t.Error("a load balancer was created")
+			}
+		})
+	}
+}

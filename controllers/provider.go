@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/ccmlab/ccmlab/lab/cloud"
@@ -34,6 +35,9 @@ type Provider struct {
 	// gate, when set, refuses calls after the instance is switched off and
 	// lets the manager wait for calls in flight.
 	gate *gate
+	// services, when set, is the controller instance's own client, used to
+	// confirm a Service still exists before its load balancer is created.
+	services corev1client.ServicesGetter
 }
 
 // NewProvider returns a Provider over c that behaves as profile p describes.
@@ -60,6 +64,14 @@ func (p *Provider) For(caller string) *Provider {
 func (p *Provider) bind(life context.Context, g *gate) *Provider {
 	v := *p
 	v.life, v.gate = life, g
+	return &v
+}
+
+// withServices returns a view that confirms a Service with the apiserver
+// before creating its load balancer (see EnsureLoadBalancer).
+func (p *Provider) withServices(s corev1client.ServicesGetter) *Provider {
+	v := *p
+	v.services = s
 	return &v
 }
 

@@ -58,7 +58,8 @@ func (m *Manager) start(name string) error {
 		return fmt.Errorf("starting %s controller: %w", name, err)
 	}
 	u.factory = informers.NewSharedInformerFactory(client, m.cfg.Tuning.InformerResync)
-	run, err := m.build(name, client, u.factory, m.provider.For(Caller(name)).bind(ctx, u.gate))
+	prov := m.provider.For(Caller(name)).bind(ctx, u.gate).withServices(client.CoreV1())
+	run, err := m.build(name, client, u.factory, prov)
 	if err != nil {
 		cancel()
 		u.factory.Shutdown()
