@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -243,31 +244,36 @@ func TestBadInput(t *testing.T) {
 		{"exposed without token", []string{"--listen", "0.0.0.0:0"}, "set --token"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			dataDir := t.TempDir()
-			if err := os.WriteFile(filepath.Join(dataDir, "marker"), []byte("keep me"), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			before := snapshot(t, dataDir)
-			args := append([]string{"--data-dir", dataDir, "--listen", "127.0.0.1:0"}, tt.args...)
-			if tt.args[0] == "serve" {
-				args = append(tt.args, "--data-dir", dataDir)
-			}
-			cmd := exec.Command(binary, args...)
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			err := cmd.Run()
-			if err == nil {
-				t.Fatal("ccmlab exited 0, want an error")
-			}
-			lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
-			if len(lines) != 1 || !strings.HasPrefix(lines[0], "ccmlab: ") || !strings.Contains(lines[0], tt.want) {
-				t.Fatalf("stderr = %q, want one line containing %q", stderr.String(), tt.want)
-			}
-			if after := snapshot(t, dataDir); after != before {
-				t.Fatalf("data dir changed:\nbefore:\n%s\nafter:\n%s", before, after)
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { expectRefused(t, tt.args, tt.want) })
+	}
+}
+
+// expectRefused runs ccmlab with args on a data dir holding one file and
+// expects exit != 0, one "ccmlab: ..." line containing want, and the data
+// dir exactly as it was.
+func expectRefused(t *testing.T, args []string, want string) {
+	t.Helper()
+	dataDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dataDir, "marker"), []byte("keep me"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before := snapshot(t, dataDir)
+	full := append([]string{"--data-dir", dataDir, "--listen", "127.0.0.1:0"}, args...)
+	if args[0] == "serve" {
+		full = append(slices.Clone(args), "--data-dir", dataDir)
+	}
+	cmd := exec.Command(binary, full...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err == nil {
+		t.Fatal("ccmlab exited 0, want an error")
+	}
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	if len(lines) != 1 || !strings.HasPrefix(lines[0], "ccmlab: ") || !strings.Contains(lines[0], want) {
+		t.Fatalf("stderr = %q, want one line containing %q", stderr.String(), want)
+	}
+	if after := snapshot(t, dataDir); after != before {
+		t.Fatalf("data dir changed:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
 }
 
@@ -341,25 +347,6 @@ current-context: x
 		{"bad cluster CIDR", []string{"--kubeconfig", dead, "--cluster-cidr", "10.244.0.0/33"}, `--cluster-cidr "10.244.0.0/33"`},
 		{"cluster CIDR too small", []string{"--kubeconfig", dead, "--cluster-cidr", "10.244.0.0/28"}, "too small"},
 	} {
-		t.Run(tt.name, func(t *testing.T) {
-			dataDir := t.TempDir()
-			if err := os.WriteFile(filepath.Join(dataDir, "marker"), []byte("keep me"), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			before := snapshot(t, dataDir)
-			cmd := exec.Command(binary, append([]string{"--data-dir", dataDir, "--listen", "127.0.0.1:0"}, tt.args...)...)
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			if err := cmd.Run(); err == nil {
-				t.Fatal("ccmlab exited 0, want an error")
-			}
-			lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
-			if len(lines) != 1 || !strings.HasPrefix(lines[0], "ccmlab: ") || !strings.Contains(lines[0], tt.want) {
-				t.Fatalf("stderr = %q, want one line containing %q", stderr.String(), tt.want)
-			}
-			if after := snapshot(t, dataDir); after != before {
-				t.Fatalf("data dir changed:\nbefore:\n%s\nafter:\n%s", before, after)
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { expectRefused(t, tt.args, tt.want) })
 	}
 }
