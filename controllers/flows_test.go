@@ -15,7 +15,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	cloudprovider "k8s.io/cloud-provider"
 	cloudproviderapi "k8s.io/cloud-provider/api"
@@ -471,11 +470,9 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // re-created, being deleted) creates no load balancer; see confirmService.
 func TestStaleServiceGetsNoLoadBalancer(t *testing.T) {
 	ctx := context.Background()
-	ns := "stale-svc"
-	if _, err := env.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}) })
+	// A lab with no controller on, for its namespace and its cleanup, which
+	// removes the Services before the next test's controllers could see them.
+	ns := newLab(t, "aws", []string{}).ns
 	prov, c := newProvider(t, "aws")
 	p := prov.For(Caller(profile.Service)).withServices(env.Client.CoreV1())
 	inst := run(t, c)
@@ -501,9 +498,6 @@ func TestStaleServiceGetsNoLoadBalancer(t *testing.T) {
 	if err := env.Client.CoreV1().Services(ns).Delete(ctx, "deleting", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		_, _ = env.Client.CoreV1().Services(ns).Patch(ctx, "deleting", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
-	})
 
 	for _, tc := range []struct {
 		svc  *v1.Service

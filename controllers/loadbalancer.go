@@ -8,10 +8,9 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cloudprovider "k8s.io/cloud-provider"
 
+	"github.com/ccmlab/ccmlab/controllers/internal/live"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 )
 
@@ -81,35 +80,13 @@ func (p *Provider) EnsureLoadBalancer(ctx context.Context, clusterName string, s
 	return lbStatus(lb), nil
 }
 
-// confirmService asks the apiserver, not the informer cache, whether the
-// Service is still there, unchanged in identity and not being deleted,
-// before a load balancer is created for it.
-//
-// Why: the Service controller decides from its informer cache. A fresh
-// instance whose first list is older than etcd (client-go falls back to a
-// list served from the apiserver's watch cache when its consistent
-// watch-list request fails, as it can under load) can see a Service that
-// an earlier instance has already cleaned up and deleted, create its load
-// balancer, and be switched off before the deletion reaches it; no later
-// instance ever hears of that Service again, and the load balancer is
-// orphaned. Real CCMs rarely restart, so upstream accepts the window; a lab
-// whose controllers are switched several times a second does not.
+// confirmService checks with the apiserver that the Service still exists
+// as the controller saw it (see package live for why).
 func (p *Provider) confirmService(ctx context.Context, service *v1.Service) error {
 	if p.services == nil {
 		return nil
 	}
-	cur, err := p.services.Services(service.Namespace).Get(ctx, service.Name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return fmt.Errorf("service %s/%s no longer exists: not creating a load balancer for it", service.Namespace, service.Name)
-	case err != nil:
-		return fmt.Errorf("confirming service %s/%s before creating its load balancer: %w", service.Namespace, service.Name, err)
-	case cur.UID != service.UID:
-		return fmt.Errorf("service %s/%s was deleted and created again: not creating a load balancer for the old one", service.Namespace, service.Name)
-	case cur.DeletionTimestamp != nil:
-		return fmt.Errorf("service %s/%s is being deleted: not creating a load balancer for it", service.Namespace, service.Name)
-	}
-	return nil
+	return live.ConfirmService(ctx, p.services, service)
 }
 
 // UpdateLoadBalancer brings the targets in line with a changed set of nodes.

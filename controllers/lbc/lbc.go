@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/ccmlab/ccmlab/controllers/internal/live"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 )
 
@@ -245,7 +246,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return err
 	}
 	cctx := cloud.WithCaller(ctx, Caller)
-	lb, changed, err := c.deploy(cctx, model)
+	lb, changed, err := c.deploy(cctx, model, svc)
 	if err != nil {
 		if ctx.Err() != nil {
 			return err // switched off mid-call: not a cloud failure to report
@@ -270,13 +271,16 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 
 // deploy makes the cloud match the model and reports whether it changed
 // anything.
-func (c *Controller) deploy(ctx context.Context, m Model) (cloud.LoadBalancer, bool, error) {
+func (c *Controller) deploy(ctx context.Context, m Model, svc *v1.Service) (cloud.LoadBalancer, bool, error) {
 	cl := c.cfg.Cloud
 	changed := false
 	var lb cloud.LoadBalancer
 	out, err := cl.DescribeLoadBalancers(ctx, m.Name)
 	switch {
 	case cloud.IsCode(err, cloud.ErrLBNotFound):
+		if err := live.ConfirmService(ctx, c.cfg.Client.CoreV1(), svc); err != nil {
+			return lb, false, err
+		}
 		lb, err = cl.CreateLoadBalancer(ctx, cloud.CreateLoadBalancerInput{
 			Name: m.Name, Listeners: m.Listeners, TargetType: cloud.TargetTypeIP, Tags: m.Tags,
 		})
