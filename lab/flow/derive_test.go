@@ -100,13 +100,32 @@ func TestDeriveService(t *testing.T) {
 	}
 }
 
-func TestDeriveServiceCloudErrorNamesTheAction(t *testing.T) {
-	f := deriveService(serviceInput{
-		svc: svcView(func(v *ServiceView) { v.Finalizers = []string{FinalizerLBCleanup} }), controllers: map[string]bool{"service": true}, eligibleNodes: 1,
-		calls: []cloud.Call{call(2, "CreateLoadBalancer", cloud.ErrAccessDenied)},
-	}, nil)
-	if f.Stuck == nil || !strings.Contains(f.Stuck.Message, "CreateLoadBalancer") || !strings.Contains(f.Stuck.Message, "AccessDenied") {
-		t.Fatalf("stuck = %+v", f.Stuck)
+func TestDeriveServiceCloudError(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		calls     []cloud.Call
+		wantStuck string // "" = not stuck in the cloud
+	}{
+		{"refusal names the action", []cloud.Call{call(1, "DescribeLoadBalancers", cloud.ErrLBNotFound), call(2, "CreateLoadBalancer", cloud.ErrAccessDenied)}, "the cloud refused CreateLoadBalancer: AccessDenied"},
+		{"not found is an answer, not a refusal", []cloud.Call{call(1, "DescribeLoadBalancers", cloud.ErrLBNotFound)}, ""},
+		{"retry after a refusal keeps the refusal", []cloud.Call{call(1, "CreateLoadBalancer", cloud.ErrAccessDenied), call(2, "DescribeLoadBalancers", cloud.ErrLBNotFound)}, "the cloud refused CreateLoadBalancer: AccessDenied"},
+		{"a later success clears it", []cloud.Call{call(1, "CreateLoadBalancer", cloud.ErrAccessDenied), call(2, "CreateLoadBalancer", "")}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := deriveService(serviceInput{
+				svc: svcView(func(v *ServiceView) { v.Finalizers = []string{FinalizerLBCleanup} }), controllers: map[string]bool{"service": true}, eligibleNodes: 1,
+				calls: tc.calls,
+			}, nil)
+			if tc.wantStuck == "" {
+				if f.Stuck != nil {
+					t.Fatalf("stuck = %+v, want none", f.Stuck)
+				}
+				return
+			}
+			if f.Stuck == nil || !strings.HasPrefix(f.Stuck.Message, tc.wantStuck) {
+				t.Fatalf("stuck = %+v, want a message starting %q", f.Stuck, tc.wantStuck)
+			}
+		})
 	}
 }
 

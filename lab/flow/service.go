@@ -179,13 +179,29 @@ func stuckInCloud(in serviceInput, done int) *Stuck {
 	return nil
 }
 
+// lastCallAny returns the most recent finished call that succeeded (ok) or
+// was refused (!ok). A "not found" answer is neither: asking whether a load
+// balancer exists before creating it is how every sync starts, and "no" is
+// an answer, not a refusal.
 func lastCallAny(calls []cloud.Call, ok bool) (cloud.Call, bool) {
 	for i := len(calls) - 1; i >= 0; i-- {
-		if calls[i].State == cloud.CallDone && (calls[i].Error == "") == ok {
-			return calls[i], true
+		c := calls[i]
+		if c.State != cloud.CallDone || notFoundAnswer(c) {
+			continue
+		}
+		if (c.Error == "") == ok {
+			return c, true
 		}
 	}
 	return cloud.Call{}, false
+}
+
+func notFoundAnswer(c cloud.Call) bool {
+	switch c.ErrorCode {
+	case cloud.ErrLBNotFound, cloud.ErrInstanceNotFound, cloud.ErrRouteNotFound:
+		return true
+	}
+	return false
 }
 
 func hasAny(list []string, want ...string) bool {
