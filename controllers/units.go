@@ -52,13 +52,21 @@ func (m *Manager) start(name string) error {
 	u := &unit{name: name, done: make(chan struct{}), gate: &gate{}, started: t0}
 	ctx, cancel := context.WithCancel(m.runCtx)
 	u.cancel = cancel
-	client, err := m.clientFor(name, u.gate)
+	client, err := m.clientFor(name, u.gate, false)
+	if err != nil {
+		cancel()
+		return fmt.Errorf("starting %s controller: %w", name, err)
+	}
+	// The Service check before each LB creation is the lab's addition, not
+	// a request a real CCM makes; it gets a client outside the instance's
+	// rate limit so the controller's own requests keep their real budget.
+	checks, err := m.clientFor(name, u.gate, true)
 	if err != nil {
 		cancel()
 		return fmt.Errorf("starting %s controller: %w", name, err)
 	}
 	u.factory = informers.NewSharedInformerFactory(client, m.cfg.Tuning.InformerResync)
-	prov := m.provider.For(Caller(name)).bind(ctx, u.gate).withServices(client.CoreV1())
+	prov := m.provider.For(Caller(name)).bind(ctx, u.gate).withServices(checks.CoreV1())
 	run, err := m.build(name, client, u.factory, prov)
 	if err != nil {
 		cancel()
@@ -113,9 +121,9 @@ func waitFor(ch <-chan struct{}, timeout time.Duration) bool {
 }
 
 // clientFor builds the instance's own client, its requests passing through
-// g. Without a RestConfig the shared Client is used and only cloud calls
-// are gated.
-func (m *Manager) clientFor(name string, g *gate) (kubernetes.Interface, error) {
+// g; unlimited skips the client-side rate limit. Without a RestConfig the
+// shared Client is used and only cloud calls are gated.
+func (m *Manager) clientFor(name string, g *gate, unlimited bool) (kubernetes.Interface, error) {
 	if m.cfg.RestConfig == nil {
 		return m.cfg.Client, nil
 	}
@@ -126,6 +134,9 @@ func (m *Manager) clientFor(name string, g *gate) (kubernetes.Interface, error) 
 	}
 	if rc.Burst == 0 {
 		rc.Burst = m.cfg.Tuning.ClientBurst
+	}
+	if unlimited {
+		rc.QPS, rc.RateLimiter = -1, nil
 	}
 	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &gatedTransport{g: g, next: rt} })
 	return kubernetes.NewForConfig(rc)
