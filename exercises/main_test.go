@@ -1,7 +1,6 @@
 package exercises
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,8 +13,8 @@ import (
 	"github.com/ccmlab/ccmlab/lab/controlplane/cptest"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
 	"github.com/ccmlab/ccmlab/lab/flow"
-	"github.com/ccmlab/ccmlab/lab/kubelet"
 	"github.com/ccmlab/ccmlab/lab/profile"
+	labworld "github.com/ccmlab/ccmlab/lab/world"
 )
 
 // One real control plane (etcd, kube-apiserver, kube-controller-manager
@@ -70,41 +69,17 @@ func startWorld() (*world, error) {
 	}
 	p, _ := profile.Get("aws")
 	w := &world{cloud: c}
-	kl, err := kubelet.New(kubelet.Config{Client: env.Client, Cloud: c, Profile: p})
+	lab, err := labworld.New(labworld.Config{
+		Cloud: c, Profile: p, Client: env.Client, RestConfig: env.Config,
+		Controllers: p.DefaultOn, Addons: []string{controllers.AddonLBC},
+	})
 	if err != nil {
 		return nil, err
 	}
-	w.manager, err = controllers.NewManager(controllers.Config{RestConfig: env.Config, Cloud: c, Profile: p, Enabled: p.DefaultOn, Addons: []string{controllers.AddonLBC}})
-	if err != nil {
+	w.manager, w.dp, w.obs = lab.Manager, lab.Dataplane, lab.Observer
+	go func() { _ = lab.Run(ctx) }()
+	if err := lab.WaitForSync(ctx); err != nil {
 		return nil, err
-	}
-	w.dp, err = dataplane.New(dataplane.Config{Client: env.Client, Cloud: c, Profile: p})
-	if err != nil {
-		return nil, err
-	}
-	w.obs, err = flow.New(flow.Config{Client: env.Client, Cloud: c, Controllers: w.manager.Status})
-	if err != nil {
-		return nil, err
-	}
-	for _, run := range []func(context.Context) error{kl.Run, w.manager.Run, w.dp.Run, w.obs.Run} {
-		go func() { _ = run(ctx) }()
-	}
-	go func() {
-		ch, _ := w.dp.SubscribeTraces(64)
-		for tr := range ch {
-			w.obs.ObserveTrace(flow.TraceInfo{ID: tr.ID, LB: tr.LB, Service: tr.Service, Status: tr.Status, Time: tr.Time})
-		}
-	}()
-	go func() {
-		ch, _ := w.manager.Subscribe(16)
-		for range ch {
-			w.obs.ControllersChanged()
-		}
-	}()
-	for _, s := range []interface{ WaitForSync(context.Context) error }{kl, w.dp, w.obs} {
-		if err := s.WaitForSync(ctx); err != nil {
-			return nil, err
-		}
 	}
 	w.store, err = Open(filepath.Join(env.DataDir, "progress.db"))
 	if err != nil {

@@ -19,8 +19,8 @@ import (
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
 	"github.com/ccmlab/ccmlab/lab/flow"
-	"github.com/ccmlab/ccmlab/lab/kubelet"
 	"github.com/ccmlab/ccmlab/lab/profile"
+	"github.com/ccmlab/ccmlab/lab/world"
 	"github.com/ccmlab/ccmlab/server"
 	"github.com/ccmlab/ccmlab/server/hub"
 )
@@ -104,39 +104,12 @@ func startLab(ctx context.Context, cfg labConfig, cp cluster, srv *server.Server
 	if err != nil {
 		return nil, err
 	}
-	// The kubelets get a client of their own without client-side rate
-	// limiting: 1,000 nodes renewing Leases every 2s would queue behind the
-	// shared client's limit and go NotReady while perfectly healthy.
 	kubeletCfg := cp.RestConfig()
-	kubeletCfg.QPS = -1
+	kubeletCfg.QPS = -1 // see world.Config.KubeletClient
 	kubeletClient, err := kubernetes.NewForConfig(kubeletCfg)
 	if err != nil {
 		return nil, err
 	}
-	kubelets, err := kubelet.New(kubelet.Config{Client: kubeletClient, Cloud: c, Profile: cfg.profile, Logger: cfg.logger.With("component", "kubelet")})
-	if err != nil {
-		return nil, err
-	}
-	goRun("kubelets", kubelets.Run)
-
-	manager, err := controllers.NewManager(controllers.Config{
-		RestConfig: cp.RestConfig(), Cloud: c, Profile: cfg.profile, ClusterCIDR: cp.ClusterCIDR(),
-		Enabled: cfg.controllers, Addons: cfg.addons, Logger: cfg.logger,
-		// A node's addresses are refreshed once a minute rather than every
-		// 5s, so the call log students read is not a wall of
-		// DescribeInstances (upstream refreshes every 5m).
-		Tuning: controllers.Tuning{NodeStatusUpdateFrequency: time.Minute},
-	})
-	if err != nil {
-		return nil, err
-	}
-	goRun("cloud-controller-manager", manager.Run)
-
-	dp, err := dataplane.New(dataplane.Config{Client: client, Cloud: c, Profile: cfg.profile, Logger: cfg.logger})
-	if err != nil {
-		return nil, err
-	}
-	goRun("dataplane", dp.Run)
 
 	epoch := newEpoch()
 	l.hub, err = hub.New(hub.Config{
@@ -154,55 +127,31 @@ func startLab(ctx context.Context, cfg labConfig, cp cluster, srv *server.Server
 			cfg.logger.Warn("publishing", "type", typ, "err", err)
 		}
 	}
-	l.observer, err = flow.New(flow.Config{
-		Client: client, Cloud: c, Controllers: manager.Status,
+	w, err := world.New(world.Config{
+		Cloud: c, Profile: cfg.profile, Client: client, KubeletClient: kubeletClient,
+		RestConfig: cp.RestConfig(), ClusterCIDR: cp.ClusterCIDR(),
+		Controllers: cfg.controllers, Addons: cfg.addons,
+		// A node's addresses are refreshed once a minute rather than every
+		// 5s, so the call log students read is not a wall of
+		// DescribeInstances (upstream refreshes every 5m).
+		Tuning:   controllers.Tuning{NodeStatusUpdateFrequency: time.Minute},
 		OnChange: func(ch flow.Change) { publish(ch.Type, ch) },
-		Logger:   cfg.logger.With("component", "flow"),
+		OnTrace:  func(t dataplane.Trace) { publish("trace", t) },
+		OnSwitch: func(status map[string]bool) { publish("controllers", status) },
+		Logger:   cfg.logger,
 	})
 	if err != nil {
 		return nil, err
 	}
-	goRun("flow", l.observer.Run)
+	manager, dp := w.Manager, w.Dataplane
+	l.observer = w.Observer
+	goRun("lab", w.Run)
 	goRun("cloud stream", func(ctx context.Context) error { return streamCloud(ctx, c, dp, publish) })
-	goRun("controller stream", func(ctx context.Context) error {
-		ch, stop := manager.Subscribe(64)
-		defer stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return nil
-			case _, ok := <-ch:
-				if !ok {
-					return nil
-				}
-				l.observer.ControllersChanged()
-				publish("controllers", manager.Status())
-			}
-		}
-	})
-	goRun("trace stream", func(ctx context.Context) error {
-		ch, stop := dp.SubscribeTraces(256)
-		defer stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return nil
-			case t, ok := <-ch:
-				if !ok {
-					return nil
-				}
-				l.observer.ObserveTrace(flow.TraceInfo{ID: t.ID, LB: t.LB, Service: t.Service, Status: t.Status, Time: t.Time})
-				publish("trace", t)
-			}
-		}
-	})
 
 	syncCtx, cancelSync := context.WithTimeout(ctx, time.Minute)
 	defer cancelSync()
-	for _, w := range []interface{ WaitForSync(context.Context) error }{kubelets, dp, l.observer} {
-		if err := w.WaitForSync(syncCtx); err != nil {
-			return nil, err
-		}
+	if err := w.WaitForSync(syncCtx); err != nil {
+		return nil, err
 	}
 	l.store, err = exercises.Open(filepath.Join(cfg.dataDir, "progress.db"))
 	if err != nil {

@@ -24,15 +24,16 @@ import (
 	"github.com/ccmlab/ccmlab/lab/controlplane/cptest"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
 	"github.com/ccmlab/ccmlab/lab/flow"
-	"github.com/ccmlab/ccmlab/lab/kubelet"
 	"github.com/ccmlab/ccmlab/lab/profile"
+	labworld "github.com/ccmlab/ccmlab/lab/world"
 )
 
 var env *cptest.Env
 
 func TestMain(m *testing.M) { cptest.Main(m, &env) }
 
-// world is one lab without the HTTP side.
+// world is one lab without the HTTP side (a lab/world plus the history of
+// steps the Observer reported).
 type world struct {
 	cloud   *cloud.Cloud
 	manager *controllers.Manager
@@ -80,38 +81,16 @@ func theWorld(t *testing.T) *world {
 	}
 	p, _ := profile.Get("aws")
 	w := &world{cloud: c, history: map[string][]int{}}
-	kl, err := kubelet.New(kubelet.Config{Client: env.Client, Cloud: c, Profile: p})
+	lab, err := labworld.New(labworld.Config{
+		Cloud: c, Profile: p, Client: env.Client, RestConfig: env.Config,
+		Controllers: p.DefaultOn, OnChange: w.record,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.manager, err = controllers.NewManager(controllers.Config{RestConfig: env.Config, Cloud: c, Profile: p, Enabled: p.DefaultOn})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.dp, err = dataplane.New(dataplane.Config{Client: env.Client, Cloud: c, Profile: p})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.obs, err = flow.New(flow.Config{Client: env.Client, Cloud: c, Controllers: w.manager.Status, OnChange: w.record})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, run := range []func(context.Context) error{kl.Run, w.manager.Run, w.dp.Run, w.obs.Run} {
-		go func() { _ = run(ctx) }()
-	}
-	go func() {
-		ch, _ := w.dp.SubscribeTraces(64)
-		for tr := range ch {
-			w.obs.ObserveTrace(flow.TraceInfo{ID: tr.ID, LB: tr.LB, Service: tr.Service, Status: tr.Status, Time: tr.Time})
-		}
-	}()
-	go func() {
-		ch, _ := w.manager.Subscribe(16)
-		for range ch {
-			w.obs.ControllersChanged()
-		}
-	}()
-	if err := w.obs.WaitForSync(ctx); err != nil {
+	w.manager, w.dp, w.obs = lab.Manager, lab.Dataplane, lab.Observer
+	go func() { _ = lab.Run(ctx) }()
+	if err := lab.WaitForSync(ctx); err != nil {
 		t.Fatal(err)
 	}
 	// The first nodes finish joining before any test creates a Service:
