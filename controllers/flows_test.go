@@ -193,7 +193,7 @@ func TestServicePendingWithoutController(t *testing.T) {
 	if s := jsonOf(got.Status); s != `{"loadBalancer":{}}` {
 		t.Errorf("status with the Service controller off = %s", s)
 	}
-	if evs := l.events(svc.UID); len(evs) != 0 {
+	if evs := l.controllerEvents(svc.UID); len(evs) != 0 {
 		t.Errorf("events with the Service controller off: %v", reasons(evs))
 	}
 	if err := l.mgr.Enable(profile.Service); err != nil {

@@ -110,7 +110,7 @@ func TestLBCAddon(t *testing.T) {
 	if jsonOf(n.Status) != `{"loadBalancer":{}}` || len(n.Finalizers) != 0 {
 		t.Errorf("class example.com/none: status %s finalizers %v", jsonOf(n.Status), n.Finalizers)
 	}
-	if evs := l.events(none.UID); len(evs) != 0 {
+	if evs := l.controllerEvents(none.UID); len(evs) != 0 {
 		t.Errorf("class example.com/none got events %v", reasons(evs))
 	}
 	if lbs := l.cloud.Snapshot().LoadBalancers; len(lbs) != 1 {

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -344,6 +345,16 @@ func (l *lab) events(uid types.UID) []v1.Event {
 		return int(ra) - int(rb)
 	})
 	return evs
+}
+
+// controllerEvents is events minus those of the apiserver's own repair
+// loops (ClusterIP, NodePort), which may report on a brand-new Service
+// whatever the CCM does.
+func (l *lab) controllerEvents(uid types.UID) []v1.Event {
+	l.t.Helper()
+	return slices.DeleteFunc(l.events(uid), func(e v1.Event) bool {
+		return strings.HasSuffix(cmp.Or(e.ReportingController, e.Source.Component), "-repair-controller")
+	})
 }
 
 func reasons(evs []v1.Event) []string {
