@@ -103,10 +103,7 @@ func TestServiceFlow(t *testing.T) {
 	}{{"aws", false}, {"ip", true}} {
 		t.Run(tc.profile, func(t *testing.T) {
 			l := newLab(t, tc.profile, nil)
-			insts := l.addNodes(3)
-			for _, inst := range insts {
-				eventually(t, 15*time.Second, "node initialized", func() (bool, string) { return nodeInitialized(l, inst) })
-			}
+			insts := l.addNodesBeforeServiceController(3)
 			svc := l.createService(l.lbService("web", nil))
 			nodePort := svc.Spec.Ports[0].NodePort
 			lbName := cloudprovider.DefaultLoadBalancerName(svc)
@@ -149,8 +146,17 @@ func TestServiceFlow(t *testing.T) {
 				}
 			}
 
-			// A fourth node joins: the Service controller adds it.
-			more := l.addNodes(1)
+			// A fourth node joins: the Service controller adds it. Under
+			// -race it joins with the Service controller off, and the fresh
+			// instance's first sync adds it (see
+			// addNodesBeforeServiceController); otherwise the running
+			// controller's node worker does.
+			var more []cloud.Instance
+			if raceEnabled {
+				more = l.addNodesBeforeServiceController(1)
+			} else {
+				more = l.addNodes(1)
+			}
 			insts = append(insts, more...)
 			eventually(t, 20*time.Second, "new node registered as target", func() (bool, string) {
 				lb, _ := l.lbByName(lbName)
@@ -207,8 +213,7 @@ func TestServicePendingWithoutController(t *testing.T) {
 
 func TestIAMDenyHeals(t *testing.T) {
 	l := newLab(t, "aws", nil)
-	inst := l.addNodes(1)[0]
-	eventually(t, 15*time.Second, "node initialized", func() (bool, string) { return nodeInitialized(l, inst) })
+	l.addNodesBeforeServiceController(1)
 	if err := l.cloud.SetFaults(cloud.Faults{Deny: []string{cloud.ActionCreateLoadBalancer}}); err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,7 @@ func TestLBCAddon(t *testing.T) {
 	if st := l.mgr.Status(); !st[AddonLBC] || !st[profile.Service] {
 		t.Fatalf("Status = %v", st)
 	}
-	l.addNodes(2)
+	l.addNodesBeforeServiceController(2)
 	nlb := l.createService(l.lbService("nlb", ptr.To(lbc.LoadBalancerClass)))
 	none := l.createService(l.lbService("none", ptr.To("example.com/none")))
 	es, err := l.client.DiscoveryV1().EndpointSlices(l.ns).Create(l.ctx,

@@ -300,6 +300,38 @@ func (l *lab) addNodes(n int) []cloud.Instance {
 	return out
 }
 
+// addNodesBeforeServiceController adds n nodes while the Service
+// controller is off, waits until they are initialized, and switches it (back)
+// on.
+//
+// Why: upstream (k8s.io/cloud-provider v0.37.2, controllers/service/
+// controller.go) writes cachedService.state in a service worker (line 339)
+// without the lock its node worker holds while reading it (allServices,
+// line 503). Nodes joining and being initialized send the node worker
+// through allServices; if that overlaps a Service sync, the race detector
+// rightly reports upstream code. A Service controller started after the
+// nodes have settled has no node work at all (its initial list's Adds are
+// skipped, see skipInitialNodeAdds), so tests about the Service flow do not
+// depend on that race. Concurrency of the two is what TestToggleChurn's node
+// churn covers, without -race.
+func (l *lab) addNodesBeforeServiceController(n int) []cloud.Instance {
+	l.t.Helper()
+	was := l.mgr.Status()[profile.Service]
+	if err := l.mgr.Disable(profile.Service); err != nil {
+		l.t.Fatal(err)
+	}
+	insts := l.addNodes(n)
+	for _, inst := range insts {
+		eventually(l.t, 30*time.Second, "node initialized", func() (bool, string) { return nodeInitialized(l, inst) })
+	}
+	if was {
+		if err := l.mgr.Enable(profile.Service); err != nil {
+			l.t.Fatal(err)
+		}
+	}
+	return insts
+}
+
 // lbService builds a type LoadBalancer Service with one TCP port.
 func (l *lab) lbService(name string, class *string) *v1.Service {
 	return &v1.Service{

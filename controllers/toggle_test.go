@@ -63,10 +63,7 @@ func TestToggleChurn(t *testing.T) {
 	}
 	const toggles = 100
 	l := newLab(t, "aws", nil)
-	nodes := l.addNodes(4)
-	for _, inst := range nodes {
-		eventually(t, 15*time.Second, "node initialized", func() (bool, string) { return nodeInitialized(l, inst) })
-	}
+	nodes := l.addNodesBeforeServiceController(4)
 	for i := range 5 {
 		l.createService(l.lbService(fmt.Sprintf("base-%d", i), nil))
 	}
