@@ -304,16 +304,13 @@ func (l *lab) addNodes(n int) []cloud.Instance {
 // controller is off, waits until they are initialized, and switches it (back)
 // on.
 //
-// Why: upstream (k8s.io/cloud-provider v0.37.2, controllers/service/
-// controller.go) writes cachedService.state in a service worker (line 339)
-// without the lock its node worker holds while reading it (allServices,
-// line 503). Nodes joining and being initialized send the node worker
-// through allServices; if that overlaps a Service sync, the race detector
-// rightly reports upstream code. A Service controller started after the
-// nodes have settled has no node work at all (its initial list's Adds are
-// skipped, see skipInitialNodeAdds), so tests about the Service flow do not
-// depend on that race. Concurrency of the two is what TestToggleChurn's node
-// churn covers, without -race.
+// Why: nodes joining and being initialized send the upstream Service
+// controller's node worker through code that races with its Service syncs
+// (see skipInitialNodeAdds in units.go). A Service controller started after
+// the nodes have settled has no node work at all (its initial list's Adds
+// are skipped), so tests about the Service flow do not depend on that
+// race. Concurrency of the two is what TestToggleChurn's node churn covers,
+// without -race.
 func (l *lab) addNodesBeforeServiceController(n int) []cloud.Instance {
 	l.t.Helper()
 	was := l.mgr.Status()[profile.Service]

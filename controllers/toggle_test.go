@@ -108,13 +108,10 @@ func TestToggleChurn(t *testing.T) {
 			sleepCtx(ctx, 40*time.Millisecond)
 		}
 	})
-	// Under -race, nodes hold still: the upstream Service controller
-	// (k8s.io/cloud-provider v0.37.2, controllers/service/controller.go)
-	// writes cachedService.state in a service worker (line 339) without the
-	// lock its node worker holds while reading it in allServices (line 503),
-	// so a node change during a Service sync is a data race in upstream
-	// code, which the race detector rightly reports. Without -race the
-	// test churns nodes too.
+	// Under -race, nodes hold still: a node change during a Service sync
+	// is a data race inside the upstream Service controller (see
+	// skipInitialNodeAdds in units.go), which the race detector rightly
+	// reports. Without -race the test churns nodes too.
 	churnNodes := !raceEnabled
 	churn.Go(func() { // nodes join and leave
 		if !churnNodes {

@@ -104,23 +104,7 @@ func newTestLab(t *testing.T, vpc string, cidrBase, n int) *testLab {
 		t.Fatal(err)
 	}
 	l.dp = dp
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- dp.Run(rctx) }()
-	var once sync.Once
-	l.stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("Run: %v", err)
-				}
-			case <-time.After(30 * time.Second):
-				t.Error("Run did not return within 30s of cancel")
-			}
-		})
-	}
+	l.stop = cptest.Start(t, dp.Run)
 	t.Cleanup(l.stop)
 	sctx, scancel := context.WithTimeout(ctx, waitTimeout)
 	defer scancel()

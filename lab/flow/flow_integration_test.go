@@ -116,16 +116,14 @@ func theWorld(t *testing.T) *world {
 
 // serviceControllerOffUnderRace switches the Service controller off for the
 // rest of a test that makes nodes join, when the test binary has -race.
-// Why: upstream (k8s.io/cloud-provider v0.37.2, controllers/service/
-// controller.go) writes cachedService.state in a service worker (line 339)
-// without the lock its node worker holds while reading it (allServices,
-// line 503). A node that joins or is initialized while a Service syncs is
-// therefore a data race in upstream code, which the race detector rightly
-// reports; it is not this package's to fix. So the world's Service
-// controller starts only after its first nodes are initialized (it then has
-// no node work: its initial list's Adds are skipped), and the node-init test,
-// which does not need it, runs without it under -race. Without -race that
-// test runs with every controller on.
+// Why: a node that joins or is initialized while a Service syncs is a data
+// race inside the upstream Service controller (k8s.io/cloud-provider
+// v0.37.2; see skipInitialNodeAdds in controllers/units.go), which the race
+// detector rightly reports; it is not this package's to fix. So the world's
+// Service controller starts only after its first nodes are initialized (it
+// then has no node work: its initial list's Adds are skipped), and the
+// node-init test, which does not need it, runs without it under -race.
+// Without -race that test runs with every controller on.
 func serviceControllerOffUnderRace(t *testing.T, w *world) {
 	if !raceEnabled {
 		return

@@ -81,24 +81,8 @@ func (l *lab) start(profileName string, mod func(*Config)) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	var once sync.Once
 	l.mgr = m
-	l.stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("Run: %v", err)
-				}
-			case <-time.After(30 * time.Second):
-				t.Errorf("Run did not return within 30s of cancel")
-			}
-		})
-	}
+	l.stop = cptest.Start(t, m.Run)
 	sctx, scancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer scancel()
 	if err := m.WaitForSync(sctx); err != nil {

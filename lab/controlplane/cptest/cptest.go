@@ -8,7 +8,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -67,4 +69,28 @@ func run(m *testing.M, env **Env, mutate []func(*controlplane.Config)) int {
 	defer cancel() // runs before the deferred Stop above
 	*env = &Env{Ctx: ctx, CP: cp, Config: cp.RestConfig(), Client: client, DataDir: dir}
 	return m.Run()
+}
+
+// Start runs run in the background with a context of its own and returns
+// a stop func: it cancels that context and waits up to 30s for run to
+// return, failing t if run returned an error or did not return. stop is
+// safe to call more than once (a test may stop early and also defer it).
+func Start(t testing.TB, run func(context.Context) error) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx) }()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("Run: %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Errorf("Run did not return within 30s of cancel")
+			}
+		})
+	}
 }
