@@ -57,16 +57,20 @@ func (m *Manager) start(name string) error {
 		cancel()
 		return fmt.Errorf("starting %s controller: %w", name, err)
 	}
-	// The Service check before each LB creation is the lab's addition, not
-	// a request a real CCM makes; it gets a client outside the instance's
-	// rate limit so the controller's own requests keep their real budget.
-	checks, err := m.clientFor(name, u.gate, true)
-	if err != nil {
-		cancel()
-		return fmt.Errorf("starting %s controller: %w", name, err)
+	prov := m.provider.For(Caller(name)).bind(ctx, u.gate)
+	if name == profile.Service {
+		// The Service check before each LB creation is the lab's addition,
+		// not a request a real CCM makes; it gets a client outside the
+		// instance's rate limit so the controller's own requests keep their
+		// real budget.
+		checks, err := m.clientFor(name, u.gate, true)
+		if err != nil {
+			cancel()
+			return fmt.Errorf("starting %s controller: %w", name, err)
+		}
+		prov = prov.withServices(checks.CoreV1())
 	}
 	u.factory = informers.NewSharedInformerFactory(client, m.cfg.Tuning.InformerResync)
-	prov := m.provider.For(Caller(name)).bind(ctx, u.gate).withServices(checks.CoreV1())
 	run, err := m.build(name, client, u.factory, prov)
 	if err != nil {
 		cancel()
