@@ -320,13 +320,15 @@ func (m *Manager) check(name string) error {
 	if slices.Contains(m.names, name) {
 		return nil
 	}
+	// The messages reach the student as the HTTP error's text, so they say
+	// what this lab has rather than only which sentinel matched.
 	if slices.Contains(profile.AllControllers(), name) {
-		return fmt.Errorf("%q: %w %s", name, ErrNotInProfile, m.cfg.Profile.Name)
+		return fmt.Errorf("%w: the %s profile has no %s controller", ErrNotInProfile, m.cfg.Profile.Name, name)
 	}
 	if name == AddonLBC {
-		return fmt.Errorf("%q: %w (start the lab with --addons lbc)", name, ErrNotInProfile)
+		return fmt.Errorf("%w: the lbc add-on is not installed (start the lab with --addons lbc)", ErrNotInProfile)
 	}
-	return fmt.Errorf("%w %q (valid: %s)", ErrUnknownController, name, strings.Join(append(profile.AllControllers(), AddonLBC), ", "))
+	return fmt.Errorf("%w %q (this lab has: %s)", ErrUnknownController, name, strings.Join(slices.Sorted(slices.Values(m.names)), ", "))
 }
 
 // Enable switches a controller on, starting a fresh instance of it. It is a

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -219,20 +217,6 @@ type controllerRequest struct {
 
 func (s *Server) putController(c echo.Context) error {
 	l := s.l()
-	name := c.Param("name")
-	status := l.Controllers.Status()
-	if _, ok := status[name]; !ok {
-		known := append(profile.AllControllers(), "lbc")
-		if slices.Contains(known, name) {
-			return echo.NewHTTPError(http.StatusConflict, fmt.Sprintf("the %s profile has no %s controller", l.Profile.Name, name))
-		}
-		names := make([]string, 0, len(status))
-		for n := range status {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		return echo.NewHTTPError(http.StatusNotFound, fmt.Sprintf("unknown controller %q (this lab has: %s)", name, strings.Join(names, ", ")))
-	}
 	var req controllerRequest
 	if err := decode(c, &req); err != nil {
 		return err
@@ -240,14 +224,15 @@ func (s *Server) putController(c echo.Context) error {
 	if req.Enabled == nil {
 		return badRequest(`body must say {"enabled": true} or {"enabled": false}`)
 	}
+	// The manager validates the name; its sentinel errors say which status.
 	var err error
 	if *req.Enabled {
-		err = l.Controllers.Enable(name)
+		err = l.Controllers.Enable(c.Param("name"))
 	} else {
-		err = l.Controllers.Disable(name)
+		err = l.Controllers.Disable(c.Param("name"))
 	}
 	if err != nil {
-		return echo.NewHTTPError(http.StatusConflict, err.Error())
+		return controllerError(c, err)
 	}
 	return c.JSON(http.StatusOK, l.Controllers.Status())
 }

@@ -3,14 +3,18 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/ccmlab/ccmlab/controllers"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/controlplane/cptest"
 	"github.com/ccmlab/ccmlab/lab/flow"
@@ -24,9 +28,12 @@ func TestMain(m *testing.M) { cptest.Main(m, &env) }
 
 // fakeControllers stands in for the CCM manager: the API test is about the
 // HTTP contract, and the manager has its own integration tests.
+// It answers with the manager's sentinel errors, which is what the server
+// maps to statuses.
 type fakeControllers struct {
-	mu sync.Mutex
-	on map[string]bool
+	mu   sync.Mutex
+	on   map[string]bool
+	busy string // Enable of this controller fails with ErrBusy
 }
 
 func (f *fakeControllers) Status() map[string]bool {
@@ -41,6 +48,15 @@ func (f *fakeControllers) Status() map[string]bool {
 func (f *fakeControllers) set(n string, v bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if _, ok := f.on[n]; !ok {
+		if slices.Contains(append(profile.AllControllers(), controllers.AddonLBC), n) {
+			return fmt.Errorf("%w: the kubevirt profile has no %s controller", controllers.ErrNotInProfile, n)
+		}
+		return fmt.Errorf("%w %q", controllers.ErrUnknownController, n)
+	}
+	if v && n == f.busy {
+		return fmt.Errorf("%w: the previous %s controller still has requests in flight", controllers.ErrBusy, n)
+	}
 	f.on[n] = v
 	return nil
 }
@@ -133,6 +149,7 @@ func TestAPI(t *testing.T) {
 		{"controller two values", req{method: "PUT", path: "/api/controllers/node", body: `{"enabled":true}{}`}, 400, "more than one value"},
 		{"unknown controller", req{method: "PUT", path: "/api/controllers/bogus", body: `{"enabled":true}`}, 404, `unknown controller \"bogus\"`},
 		{"controller absent in profile", req{method: "PUT", path: "/api/controllers/service", body: `{"enabled":true}`}, 409, "the kubevirt profile has no service controller"},
+		{"add-on absent", req{method: "PUT", path: "/api/controllers/lbc", body: `{"enabled":false}`}, 409, "no lbc controller"},
 		{"controllers wrong method", req{method: "POST", path: "/api/controllers"}, 405, "method POST is not allowed on /api/controllers"},
 		{"no such endpoint", req{method: "GET", path: "/api/nothing"}, 404, "no such endpoint"},
 		{"instances", req{method: "GET", path: "/api/cloud/instances"}, 200, id},
@@ -153,6 +170,8 @@ func TestAPI(t *testing.T) {
 		{"faults unknown action", req{method: "PUT", path: "/api/cloud/faults", body: `{"deny":["LaunchRockets"]}`}, 400, "LaunchRockets"},
 		{"faults bad latency", req{method: "PUT", path: "/api/cloud/faults", body: `{"latency":"soon"}`}, 400, `duration \"soon\"`},
 		{"clear faults", req{method: "PUT", path: "/api/cloud/faults", body: `{}`}, 200, `"qps":0`},
+		{"faults latency of hours", req{method: "PUT", path: "/api/cloud/faults", body: `{"latency":"9999h"}`}, 400, "latency 9999h0m0s: must be at most 1m0s"},
+		{"faults qps too high", req{method: "PUT", path: "/api/cloud/faults", body: `{"qps":5000,"burst":5000}`}, 400, "qps 5000: must be at most 1000"},
 		{"stepmode", req{method: "GET", path: "/api/cloud/stepmode"}, 200, `"enabled":false`},
 		{"release without step mode", req{method: "POST", path: "/api/cloud/stepmode/release"}, 409, "step mode is off"},
 		{"stepmode on", req{method: "PUT", path: "/api/cloud/stepmode", body: `{"enabled":true}`}, 200, `"enabled":true`},
@@ -193,6 +212,8 @@ func TestRefusedMutationsChangeNothing(t *testing.T) {
 		{method: "PUT", path: "/api/controllers/node", body: `{"enabled":false}`, header: map[string]string{"Origin": "http://evil.example"}},
 		{method: "PUT", path: "/api/cloud/faults", body: `{"deny":["CreateLoadBalancer","Nope"]}`},
 		{method: "PUT", path: "/api/cloud/faults", body: `{"deny":["CreateLoadBalancer"],"qps":-1}`},
+		{method: "PUT", path: "/api/cloud/faults", body: `{"deny":["CreateLoadBalancer"],"latency":"9999h"}`},
+		{method: "PUT", path: "/api/cloud/faults", body: `{"deny":["CreateLoadBalancer"],"qps":5,"burst":100000}`},
 		{method: "DELETE", path: "/api/cloud/instances/" + l.inst.ID, header: map[string]string{"Sec-Fetch-Site": "cross-site"}},
 	} {
 		if code, body := l.do(r); code < 400 {
@@ -202,11 +223,32 @@ func TestRefusedMutationsChangeNothing(t *testing.T) {
 	if got := l.ctrl.Status(); got["node"] != before["node"] {
 		t.Errorf("controllers changed: %v -> %v", before, got)
 	}
-	if got := l.cloud.Faults(); len(got.Deny) != len(faultsBefore.Deny) || got.QPS != faultsBefore.QPS {
+	if got := l.cloud.Faults(); !reflect.DeepEqual(got, faultsBefore) {
 		t.Errorf("faults changed: %+v -> %+v", faultsBefore, got)
 	}
 	if inst, _ := l.cloud.LookupInstance(l.inst.ID); inst.State != cloud.InstanceRunning {
 		t.Errorf("instance is %s", inst.State)
+	}
+}
+
+// A controller whose previous instance still drains is a 503 the client may
+// retry, and says when.
+func TestControllerBusy(t *testing.T) {
+	l := newTestLab(t, "")
+	l.ctrl.busy = "node"
+	_ = l.ctrl.set("node", false)
+	hr := httptest.NewRequest("PUT", "/api/controllers/node", strings.NewReader(`{"enabled":true}`))
+	hr.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	l.srv.ServeHTTP(rec, hr)
+	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "controller busy") {
+		t.Fatalf("got %d %s, want 503 controller busy", rec.Code, rec.Body)
+	}
+	if got := rec.Header().Get("Retry-After"); got != "5" {
+		t.Errorf("Retry-After = %q, want 5", got)
+	}
+	if l.ctrl.Status()["node"] {
+		t.Error("a busy controller was switched on")
 	}
 }
 

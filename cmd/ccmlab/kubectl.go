@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/component-base/logs"
 	kubectlcmd "k8s.io/kubectl/pkg/cmd"
 )
 
@@ -28,6 +29,10 @@ func newKubectlCommand() *cobra.Command {
 		ConfigFlags: configFlags.WithWarningPrinter(streams),
 		IOStreams:   streams,
 	})
+	// The kubectl binary gets -v, --vmodule and --log-flush-frequency from
+	// component-base's cli.Run, which wraps its command; this one runs as a
+	// subcommand instead, so it adds them itself.
+	logs.AddFlags(cmd.PersistentFlags())
 	cmd.Use = "kubectl"
 	cmd.Short = "Run kubectl against the lab (uses <data-dir>/kubeconfig)"
 	// kubectl parses its own flags, including the ones that look like ours.

@@ -200,6 +200,56 @@ func TestRestartKeepsObjects(t *testing.T) {
 	}
 }
 
+// The embedded kubectl behaves like kubectl: it takes kubectl's logging
+// flags, and both its client and the embedded apiserver report the
+// Kubernetes version in go.mod, not component-base's placeholder (the test
+// binary is built with plain go build, without the Makefile's -X flags).
+func TestKubectl(t *testing.T) {
+	mod, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", "k8s.io/kubernetes").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.TrimSpace(string(mod))
+	dataDir := t.TempDir()
+	startProcess(t, dataDir, "--nodes", "1")
+	tests := []struct {
+		name       string
+		args       []string
+		wantOut    []string
+		wantStderr []string
+	}{
+		{"version", []string{"version", "-o", "json"},
+			[]string{`"gitVersion": "` + want + `"`, `"serverVersion"`, `"clientVersion"`}, nil},
+		{"-v=6 before the verb", []string{"-v=6", "get", "ns", "-o", "name"},
+			[]string{"namespace/default"}, []string{"GET https://127.0.0.1:", "/api/v1/namespaces"}},
+		{"--v 6 after the verb", []string{"get", "ns", "-o", "name", "--v", "6"},
+			[]string{"namespace/default"}, []string{"/api/v1/namespaces"}},
+		{"--vmodule", []string{"--vmodule=round_trippers=6", "get", "ns", "-o", "name"},
+			[]string{"namespace/default"}, []string{"/api/v1/namespaces"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := exec.Command(binary, append([]string{"kubectl"}, tt.args...)...)
+			cmd.Env = append(os.Environ(), "CCMLAB_DATA_DIR="+dataDir, "KUBECONFIG=")
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("ccmlab kubectl %s: %v\n%s", strings.Join(tt.args, " "), err, &stderr)
+			}
+			for _, w := range tt.wantOut {
+				if !strings.Contains(stdout.String(), w) {
+					t.Errorf("stdout lacks %q:\n%s", w, &stdout)
+				}
+			}
+			for _, w := range tt.wantStderr {
+				if !strings.Contains(stderr.String(), w) {
+					t.Errorf("stderr lacks %q:\n%s", w, &stderr)
+				}
+			}
+		})
+	}
+}
+
 // snapshot lists a directory tree with sizes and mtimes, to prove a failed
 // start leaves existing data untouched.
 func snapshot(t *testing.T, dir string) string {

@@ -75,16 +75,30 @@ func isAction(s string) bool {
 type Faults struct {
 	// Deny lists actions the CCM's IAM role may not perform (AccessDenied).
 	Deny []string `json:"deny"`
-	// Latency is added to every call, slept on the cloud's clock.
+	// Latency is added to every call, slept on the cloud's clock; at most
+	// MaxLatency.
 	Latency Duration `json:"latency"`
 	// QPS and Burst form one token bucket shared by all actions; QPS 0 means
-	// unlimited. With QPS > 0 and Burst 0, Burst becomes ceil(QPS).
+	// unlimited. With QPS > 0 and Burst 0, Burst becomes ceil(QPS). QPS is
+	// at most MaxQPS, Burst at most MaxBurst.
 	QPS   float64 `json:"qps"`
 	Burst int     `json:"burst"`
 	// FailNext maps an action to how many of its next calls fail with
 	// InternalFailure; counts go down as calls consume them.
 	FailNext map[string]int `json:"failNext,omitempty"`
 }
+
+// Bounds of Faults. Every call sleeps the latency while holding a
+// controller's worker, so a latency of hours freezes the lab rather than
+// slowing it down; a minute is already longer than any demonstration needs.
+// Above 1,000 calls per second the lab's controllers are never throttled, so
+// a larger QPS or Burst only hides a typo. A tiny QPS stays allowed: a
+// throttled call fails at once, it does not wait for a token.
+const (
+	MaxLatency = time.Minute
+	MaxQPS     = 1000
+	MaxBurst   = 1000
+)
 
 // Duration is a time.Duration that reads and writes JSON as "2s", the form
 // instructors type.
@@ -151,12 +165,18 @@ func (f Faults) normalize() (Faults, error) {
 	}
 	if f.Latency.Duration < 0 {
 		errs = append(errs, fmt.Errorf("latency %s: must not be negative", f.Latency))
+	} else if f.Latency.Duration > MaxLatency {
+		errs = append(errs, fmt.Errorf("latency %s: must be at most %s", f.Latency, Duration{MaxLatency}))
 	}
 	if f.QPS < 0 || math.IsNaN(f.QPS) || math.IsInf(f.QPS, 0) {
 		errs = append(errs, fmt.Errorf("qps %v: must be a finite number >= 0 (0 = unlimited)", f.QPS))
+	} else if f.QPS > MaxQPS {
+		errs = append(errs, fmt.Errorf("qps %v: must be at most %d (0 = unlimited)", f.QPS, MaxQPS))
 	}
 	if f.Burst < 0 {
 		errs = append(errs, fmt.Errorf("burst %d: must not be negative", f.Burst))
+	} else if f.Burst > MaxBurst {
+		errs = append(errs, fmt.Errorf("burst %d: must be at most %d", f.Burst, MaxBurst))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Faults{}, fmt.Errorf("cloud: invalid faults: %w", err)

@@ -318,6 +318,14 @@ func TestSetFaultsValidation(t *testing.T) {
 		{"NaN qps", Faults{QPS: math.NaN()}, []string{"qps NaN"}},
 		{"negative burst", Faults{QPS: 1, Burst: -3}, []string{"burst -3"}},
 		{"several problems at once", Faults{QPS: -1, Burst: -1}, []string{"qps -1", "burst -1"}},
+		{"latency of hours", Faults{Latency: Duration{9999 * time.Hour}}, []string{"latency 9999h0m0s: must be at most 1m0s"}},
+		{"latency just over a minute", Faults{Latency: Duration{MaxLatency + time.Millisecond}}, []string{"must be at most 1m0s"}},
+		{"infinite qps", Faults{QPS: math.Inf(1)}, []string{"qps +Inf: must be a finite number"}},
+		{"qps too high", Faults{QPS: MaxQPS + 0.5}, []string{"qps 1000.5: must be at most 1000"}},
+		{"burst too high", Faults{QPS: 5, Burst: MaxBurst + 1}, []string{"burst 1001: must be at most 1000"}},
+		{"burst too high without qps", Faults{Burst: 1 << 40}, []string{"must be at most 1000"}},
+		{"bounds and an unknown action", Faults{Deny: []string{"Nope"}, Latency: Duration{time.Hour}, QPS: 1e9},
+			[]string{"unknown action(s) Nope", "latency 1h0m0s", "qps 1e+09"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -342,13 +350,29 @@ func TestSetFaultsValidation(t *testing.T) {
 	}
 }
 
+// The bounds themselves are accepted, and so is a tiny QPS (a throttled
+// call fails at once, it never waits for a token).
+func TestSetFaultsBounds(t *testing.T) {
+	for _, f := range []Faults{
+		{Latency: Duration{MaxLatency}},
+		{QPS: MaxQPS, Burst: MaxBurst},
+		{QPS: MaxQPS - 0.5},
+		{QPS: 0.001, Burst: 1},
+	} {
+		c := newTestCloud(t, nil)
+		if err := c.SetFaults(f); err != nil {
+			t.Errorf("SetFaults(%+v) = %v", f, err)
+		}
+	}
+}
+
 func TestFaultsJSON(t *testing.T) {
-	in := `{"deny":["CreateLoadBalancer","CreateLoadBalancer"],"latency":"1m30s","qps":5,"burst":10,"failNext":{"CreateRoute":2}}`
+	in := `{"deny":["CreateLoadBalancer","CreateLoadBalancer"],"latency":"45s","qps":5,"burst":10,"failNext":{"CreateRoute":2}}`
 	var f Faults
 	if err := json.Unmarshal([]byte(in), &f); err != nil {
 		t.Fatal(err)
 	}
-	if f.Latency.Duration != 90*time.Second || f.QPS != 5 || f.Burst != 10 || f.FailNext[ActionCreateRoute] != 2 {
+	if f.Latency.Duration != 45*time.Second || f.QPS != 5 || f.Burst != 10 || f.FailNext[ActionCreateRoute] != 2 {
 		t.Fatalf("decoded %+v", f)
 	}
 	c := newTestCloud(t, nil)
@@ -356,7 +380,7 @@ func TestFaultsJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, _ := json.Marshal(c.Faults())
-	if want := `{"deny":["CreateLoadBalancer"],"latency":"1m30s","qps":5,"burst":10,"failNext":{"CreateRoute":2}}`; string(out) != want {
+	if want := `{"deny":["CreateLoadBalancer"],"latency":"45s","qps":5,"burst":10,"failNext":{"CreateRoute":2}}`; string(out) != want {
 		t.Fatalf("encoded\n %s\nwant\n %s", out, want)
 	}
 	out, _ = json.Marshal(Faults{}.clone())

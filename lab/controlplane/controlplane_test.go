@@ -21,6 +21,22 @@ var env *cptest.Env
 
 func TestMain(m *testing.M) { cptest.Main(m, &env) }
 
+// The apiserver reports the Kubernetes version in go.mod (what `kubectl
+// version` shows), although go test sets no -ldflags.
+func TestServerVersion(t *testing.T) {
+	want := kubernetesModuleVersion()
+	if !strings.HasPrefix(want, "v1.") {
+		t.Fatalf("k8s.io/kubernetes version from build info = %q", want)
+	}
+	got, err := env.Client.Discovery().ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if major, minor, _ := strings.Cut(strings.TrimPrefix(want, "v"), "."); got.GitVersion != want || got.Major != major || !strings.HasPrefix(minor, got.Minor+".") || got.GitCommit == placeholderCommit {
+		t.Fatalf("server version = %+v, want %s", got, want)
+	}
+}
+
 func TestKubeconfigListsSystemNamespaces(t *testing.T) {
 	// Go through the written kubeconfig file, as a student's kubectl would.
 	cfg, err := clientcmd.BuildConfigFromFlags("", env.CP.KubeconfigPath())
