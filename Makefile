@@ -5,7 +5,16 @@ BIN := bin/ccmlab
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 # No -trimpath: the build then shares its compile cache with `make test`,
 # which matters when Kubernetes takes minutes to compile on 2 cores.
-LDFLAGS := -s -w -X main.version=$(VERSION)
+# component-base's version variables, as Kubernetes' release builds set them,
+# so `kubectl version` reports the embedded apiserver (and the embedded
+# kubectl) as the k8s.io/kubernetes version in go.mod. Builds without these
+# flags (go run, go test) get the same values at start from the build info
+# (lab/controlplane/version.go).
+KUBE_VERSION := $(shell $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes 2>/dev/null)
+KUBE_VERSION_PARTS := $(subst ., ,$(patsubst v%,%,$(KUBE_VERSION)))
+KUBE_PKG := k8s.io/component-base/version
+KUBE_LDFLAGS := -X $(KUBE_PKG).gitVersion=$(KUBE_VERSION) -X $(KUBE_PKG).gitMajor=$(word 1,$(KUBE_VERSION_PARTS)) -X $(KUBE_PKG).gitMinor=$(word 2,$(KUBE_VERSION_PARTS)) -X $(KUBE_PKG).gitCommit=
+LDFLAGS := -s -w -X main.version=$(VERSION) $(KUBE_LDFLAGS)
 # Packages whose code holds concurrency; they run under the race detector.
 # Not exercises/: its tests play whole exercises, where nodes join while
 # Services sync, and that is a data race inside the upstream Service
@@ -34,9 +43,12 @@ generate: ## Regenerate templ components
 	$(GO) tool templ generate
 
 .PHONY: lint
-lint: ## gofmt, go vet
+lint: ## gofmt, go vet, staticcheck, go.mod/go.sum tidy
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '_templ.go$$')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
+	@# -diff prints what tidy would change and changes nothing.
+	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 
 .PHONY: verify
 verify: lint ## lint + generated files are current
