@@ -3,7 +3,7 @@
 //
 // It has five parts:
 //
-//   - The exercises (defs/*.yaml, embedded; the format is in FORMAT.md):
+//   - The exercises (defs/*.yaml, embedded; the format is in docs/exercises.md):
 //     one file per exercise, every text in Japanese and English, with
 //     steps (commands to try, checks, hints, an explanation shown after
 //     success), a quiz with the reasoning for every choice, and the setup

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// The exercise files. One file per exercise; FORMAT.md describes them.
+// The exercise files. One file per exercise; docs/exercises.md describes them.
 //
 //go:embed defs/*.yaml
 var defsFS embed.FS
@@ -117,7 +117,7 @@ type Choice struct {
 }
 
 // CheckSpec is one named check with its parameters. Which parameters a
-// kind takes is in FORMAT.md and in checkKinds.
+// kind takes is in docs/exercises.md and in checkKinds.
 type CheckSpec struct {
 	Kind string `json:"kind"`
 

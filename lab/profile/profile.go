@@ -1,8 +1,8 @@
 // Package profile describes the kinds of cloud a lab can imitate. A profile
 // decides which CCM controllers exist, what the cloud hands back as a load
 // balancer's address, how providerIDs look and where Pod IPs come from. The
-// table is the design's (DESIGN.md, "Profiles"); every component reads it
-// from here so they cannot disagree.
+// table is explained in docs/architecture.md ("Profiles"); every component
+// reads it from here so they cannot disagree.
 package profile
 
 import (
@@ -25,7 +25,7 @@ var allControllers = []string{Node, NodeLifecycle, Route, Service}
 // AllControllers returns every CCM controller name ccmlab knows.
 func AllControllers() []string { return append([]string(nil), allControllers...) }
 
-// Profile is one row of the design's profile table.
+// Profile is one row of the profile table.
 type Profile struct {
 	Name string
 	// Controllers are the CCM controllers this cloud's CCM has at all. A
