@@ -2,6 +2,7 @@ package controlplane_test
 
 import (
 	"context"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
+	"github.com/ccmlab/ccmlab/lab/controlplane"
 	"github.com/ccmlab/ccmlab/lab/controlplane/cptest"
 )
 
@@ -21,18 +23,30 @@ var env *cptest.Env
 
 func TestMain(m *testing.M) { cptest.Main(m, &env) }
 
+// The version a test binary reports comes from a constant, since go test
+// records no module versions; it must follow go.mod.
+func TestKubernetesGoMod(t *testing.T) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", "k8s.io/kubernetes").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(out)); got != controlplane.KubernetesGoMod {
+		t.Fatalf("go.mod has k8s.io/kubernetes %s, lab/controlplane/version.go says %s: update kubernetesGoMod", got, controlplane.KubernetesGoMod)
+	}
+}
+
 // The apiserver reports the Kubernetes version in go.mod (what `kubectl
 // version` shows), although go test sets no -ldflags.
 func TestServerVersion(t *testing.T) {
-	want := kubernetesModuleVersion()
-	if !strings.HasPrefix(want, "v1.") {
-		t.Fatalf("k8s.io/kubernetes version from build info = %q", want)
+	want := controlplane.KubernetesModuleVersion()
+	if want != controlplane.KubernetesGoMod {
+		t.Fatalf("k8s.io/kubernetes version = %q, want %s", want, controlplane.KubernetesGoMod)
 	}
 	got, err := env.Client.Discovery().ServerVersion()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if major, minor, _ := strings.Cut(strings.TrimPrefix(want, "v"), "."); got.GitVersion != want || got.Major != major || !strings.HasPrefix(minor, got.Minor+".") || got.GitCommit == placeholderCommit {
+	if major, minor, _ := strings.Cut(strings.TrimPrefix(want, "v"), "."); got.GitVersion != want || got.Major != major || !strings.HasPrefix(minor, got.Minor+".") || got.GitCommit == controlplane.PlaceholderCommit {
 		t.Fatalf("server version = %+v, want %s", got, want)
 	}
 }

@@ -16,7 +16,8 @@ import (
 // v0.0.0-master+$Format:%H$ instead. `make build` sets them with -X as the
 // release scripts do; for every other build (go build, go run, go test)
 // init fills them in from the k8s.io/kubernetes version recorded in the
-// binary's build info, so both agree with go.mod.
+// binary's build info (or, in a test binary, which records none, from
+// kubernetesGoMod), so both agree with go.mod.
 //
 // go:linkname is the only way to write these unexported variables at run
 // time: version.SetDynamicVersion refuses a version whose major, minor and
@@ -64,12 +65,17 @@ func setKubernetesVersion(v string) {
 	_ = version.SetDynamicVersion(v)
 }
 
+// kubernetesGoMod is the k8s.io/kubernetes version in go.mod, for binaries
+// whose build info lists no modules: go test does not record them. A test
+// (TestKubernetesGoMod) keeps it equal to go.mod.
+const kubernetesGoMod = "v1.37.2"
+
 // kubernetesModuleVersion is the version of the k8s.io/kubernetes module
-// this binary was built with, or "" when the build info does not say.
+// this binary was built with.
 func kubernetesModuleVersion() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return ""
+		return kubernetesGoMod
 	}
 	for _, dep := range bi.Deps {
 		if dep.Path == "k8s.io/kubernetes" {
@@ -79,5 +85,5 @@ func kubernetesModuleVersion() string {
 			return dep.Version
 		}
 	}
-	return ""
+	return kubernetesGoMod
 }
