@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/ccmlab/ccmlab/internal/i18n"
 )
 
 // RefusedError is why the console will not run a line. Error() is the
@@ -25,10 +27,10 @@ func (e *RefusedError) Error() string { return e.Reason.EN }
 func (e *RefusedError) Unwrap() error { return ErrBadInput }
 
 func refuse(ja, en string, args ...any) error {
-	return &RefusedError{Text{fmt.Sprintf(ja, args...), fmt.Sprintf(en, args...)}}
+	return &RefusedError{i18n.Textf(ja, en, args...)}
 }
 
-func refuseText(ja, en string) error { return &RefusedError{Text{ja, en}} }
+func refuseText(ja, en string) error { return &RefusedError{Text{JA: ja, EN: en}} }
 
 // splitLine splits a command line into words the way a POSIX shell does
 // for plain words, 'single quotes', "double quotes" and backslashes, and
@@ -131,9 +133,9 @@ func allowedVerbs() []string {
 
 // refusedVerbs says why a known kubectl subcommand is not available.
 func refusedVerbs() map[string]Text {
-	files := Text{"ファイルを読みます。create / expose / patch を使ってください", "it reads files; use create, expose or patch instead"}
-	containers := Text{"コンテナやホストに入り込みます", "it reaches into containers or the host"}
-	ports := Text{"ホストのポートを開きます", "it opens ports on the host"}
+	files := Text{JA: "ファイルを読みます。create / expose / patch を使ってください", EN: "it reads files; use create, expose or patch instead"}
+	containers := Text{JA: "コンテナやホストに入り込みます", EN: "it reaches into containers or the host"}
+	ports := Text{JA: "ホストのポートを開きます", EN: "it opens ports on the host"}
 	return map[string]Text{
 		"apply": files, "replace": files, "kustomize": files, "diff": files,
 		"exec": containers, "attach": containers, "cp": containers, "debug": containers, "logs": containers,
@@ -155,10 +157,10 @@ func refusedVerbs() map[string]Text {
 // refusedFlags says why a flag is refused. Flags whose name contains
 // "file", "dir" or "kubeconfig" are refused as well.
 func refusedFlags() map[string]Text {
-	file := Text{"ファイルを読みます", "it reads files"}
-	creds := Text{"接続先や認証情報を変えます。コンソールはいつもラボのクラスタに接続します", "it changes where or as whom kubectl connects; the console always talks to the lab"}
-	interactive := Text{"対話的な入出力はコンソールにありません", "the console has no interactive terminal"}
-	watch := Text{"終わらずに待ち続けます。もう一度 get を実行してください", "it never ends; run get again instead"}
+	file := Text{JA: "ファイルを読みます", EN: "it reads files"}
+	creds := Text{JA: "接続先や認証情報を変えます。コンソールはいつもラボのクラスタに接続します", EN: "it changes where or as whom kubectl connects; the console always talks to the lab"}
+	interactive := Text{JA: "対話的な入出力はコンソールにありません", EN: "the console has no interactive terminal"}
+	watch := Text{JA: "終わらずに待ち続けます。もう一度 get を実行してください", EN: "it never ends; run get again instead"}
 	return map[string]Text{
 		"filename": file, "kustomize": file, "recursive": file, "from-file": file, "from-env-file": file, "env-file": file,
 		"kubeconfig": creds, "server": creds, "token": creds, "cluster": creds, "context": creds, "user": creds,
