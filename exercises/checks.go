@@ -20,6 +20,7 @@ import (
 
 	"github.com/ccmlab/ccmlab/controllers"
 	"github.com/ccmlab/ccmlab/controllers/lbc"
+	"github.com/ccmlab/ccmlab/internal/i18n"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
 	"github.com/ccmlab/ccmlab/lab/flow"
@@ -33,11 +34,11 @@ type Outcome struct {
 }
 
 func passf(ja, en string, args ...any) Outcome {
-	return Outcome{true, Text{fmt.Sprintf(ja, args...), fmt.Sprintf(en, args...)}}
+	return Outcome{true, i18n.Textf(ja, en, args...)}
 }
 
 func failf(ja, en string, args ...any) Outcome {
-	return Outcome{false, Text{fmt.Sprintf(ja, args...), fmt.Sprintf(en, args...)}}
+	return Outcome{false, i18n.Textf(ja, en, args...)}
 }
 
 // errOutcome reports a failure to read the lab: the check does not hold.
@@ -254,7 +255,7 @@ func (e *evalCtx) forEachNode(ctx context.Context, scope string, okJA, okEN stri
 	var names []string
 	for i := range nodes {
 		if ja, en := bad(&nodes[i]); en != "" {
-			return Outcome{false, Text{fmt.Sprintf("Node %s: %s", nodes[i].Name, ja), fmt.Sprintf("Node %s: %s", nodes[i].Name, en)}}
+			return Outcome{false, Text{JA: fmt.Sprintf("Node %s: %s", nodes[i].Name, ja), EN: fmt.Sprintf("Node %s: %s", nodes[i].Name, en)}}
 		}
 		names = append(names, nodes[i].Name)
 	}
@@ -707,7 +708,11 @@ func evalServiceFlow(ctx context.Context, e *evalCtx, c CheckSpec) Outcome {
 			}
 			return failf("フローの止まっている理由は %s です (%s のはず)。", "the flow's stuck reason is %s, expected %s.", got, c.Reason)
 		}
-		return passf("フローはステップ %d で止まっています: %s", "the flow is stuck after step %d: %s", f.Step, f.Stuck.Message)
+		why := f.Stuck.Text() // the flow's own words, in both languages
+		return Outcome{true, Text{
+			JA: fmt.Sprintf("フローはステップ %d で止まっています: %s", f.Step, why.JA),
+			EN: fmt.Sprintf("the flow is stuck after step %d: %s", f.Step, why.EN),
+		}}
 	}
 	return passf("フローはステップ %d まで進みました", "the flow reached step %d", f.Step)
 }
@@ -729,13 +734,13 @@ func evalControllerEnabled(_ context.Context, e *evalCtx, c CheckSpec) Outcome {
 	if want := *c.Enabled; on != want {
 		wantJA, wantEN := word(want)
 		return Outcome{false, Text{
-			fmt.Sprintf("%s controller は%sです (%sにしてください)。", c.Controller, onJA, wantJA),
-			fmt.Sprintf("the %s controller is %s; switch it %s.", c.Controller, onEN, wantEN),
+			JA: fmt.Sprintf("%s controller は%sです (%sにしてください)。", c.Controller, onJA, wantJA),
+			EN: fmt.Sprintf("the %s controller is %s; switch it %s.", c.Controller, onEN, wantEN),
 		}}
 	}
 	return Outcome{true, Text{
-		fmt.Sprintf("%s controller は%sです", c.Controller, onJA),
-		fmt.Sprintf("the %s controller is %s", c.Controller, onEN),
+		JA: fmt.Sprintf("%s controller は%sです", c.Controller, onJA),
+		EN: fmt.Sprintf("the %s controller is %s", c.Controller, onEN),
 	}}
 }
 

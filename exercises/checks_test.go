@@ -566,7 +566,7 @@ func TestCheckKinds(t *testing.T) {
 			if o.Pass != tc.pass {
 				t.Fatalf("pass = %v, want %v: %s", o.Pass, tc.pass, o.Detail.EN)
 			}
-			if !o.Detail.complete() {
+			if !o.Detail.Complete() {
 				t.Errorf("detail lacks a language: %+v", o.Detail)
 			}
 			if strings.Contains(o.Detail.EN+o.Detail.JA, "%!") {

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/ccmlab/ccmlab/internal/i18n"
 )
 
 // RefusedError is why the console will not run a line. Error() is the
@@ -25,10 +27,10 @@ func (e *RefusedError) Error() string { return e.Reason.EN }
 func (e *RefusedError) Unwrap() error { return ErrBadInput }
 
 func refuse(ja, en string, args ...any) error {
-	return &RefusedError{Text{fmt.Sprintf(ja, args...), fmt.Sprintf(en, args...)}}
+	return &RefusedError{i18n.Textf(ja, en, args...)}
 }
 
-func refuseText(ja, en string) error { return &RefusedError{Text{ja, en}} }
+func refuseText(ja, en string) error { return &RefusedError{Text{JA: ja, EN: en}} }
 
 // splitLine splits a command line into words the way a POSIX shell does
 // for plain words, 'single quotes', "double quotes" and backslashes, and
@@ -131,46 +133,46 @@ func allowedVerbs() []string {
 
 // refusedVerbs says why a known kubectl subcommand is not available.
 func refusedVerbs() map[string]Text {
-	files := Text{"ファイルを読みます。create / expose / patch を使ってください", "it reads files; use create, expose or patch instead"}
-	containers := Text{"コンテナやホストに入り込みます", "it reaches into containers or the host"}
-	ports := Text{"ホストのポートを開きます", "it opens ports on the host"}
+	files := Text{JA: "ファイルを読みます。create / expose / patch を使ってください", EN: "it reads files; use create, expose or patch instead"}
+	containers := Text{JA: "コンテナやホストに入り込みます", EN: "it reaches into containers or the host"}
+	ports := Text{JA: "ホストのポートを開きます", EN: "it opens ports on the host"}
 	return map[string]Text{
 		"apply": files, "replace": files, "kustomize": files, "diff": files,
 		"exec": containers, "attach": containers, "cp": containers, "debug": containers, "logs": containers,
 		"proxy": ports, "port-forward": ports,
-		"edit":         {"エディタを開きます。patch を使ってください", "it opens an editor; use patch instead"},
-		"config":       {"kubeconfig ファイルを読み書きします", "it reads and writes kubeconfig files"},
-		"plugin":       {"別のプログラムを実行します", "it runs other programs"},
-		"krew":         {"別のプログラムを実行します", "it runs other programs"},
-		"auth":         {"コンソールでは使いません", "it is not part of the lab console"},
-		"certificate":  {"コンソールでは使いません", "it is not part of the lab console"},
-		"cluster-info": {"dump がファイルを書きます", "its dump writes files"},
-		"completion":   {"シェルの設定用です", "it is for configuring a shell"},
-		"alpha":        {"コンソールでは使いません", "it is not part of the lab console"},
-		"drain":        {"コンソールでは使いません。cordon を使ってください", "it is not part of the lab console; use cordon"},
-		"top":          {"ラボには metrics-server がありません", "the lab has no metrics-server"},
+		"edit":         {JA: "エディタを開きます。patch を使ってください", EN: "it opens an editor; use patch instead"},
+		"config":       {JA: "kubeconfig ファイルを読み書きします", EN: "it reads and writes kubeconfig files"},
+		"plugin":       {JA: "別のプログラムを実行します", EN: "it runs other programs"},
+		"krew":         {JA: "別のプログラムを実行します", EN: "it runs other programs"},
+		"auth":         {JA: "コンソールでは使いません", EN: "it is not part of the lab console"},
+		"certificate":  {JA: "コンソールでは使いません", EN: "it is not part of the lab console"},
+		"cluster-info": {JA: "dump がファイルを書きます", EN: "its dump writes files"},
+		"completion":   {JA: "シェルの設定用です", EN: "it is for configuring a shell"},
+		"alpha":        {JA: "コンソールでは使いません", EN: "it is not part of the lab console"},
+		"drain":        {JA: "コンソールでは使いません。cordon を使ってください", EN: "it is not part of the lab console; use cordon"},
+		"top":          {JA: "ラボには metrics-server がありません", EN: "the lab has no metrics-server"},
 	}
 }
 
 // refusedFlags says why a flag is refused. Flags whose name contains
 // "file", "dir" or "kubeconfig" are refused as well.
 func refusedFlags() map[string]Text {
-	file := Text{"ファイルを読みます", "it reads files"}
-	creds := Text{"接続先や認証情報を変えます。コンソールはいつもラボのクラスタに接続します", "it changes where or as whom kubectl connects; the console always talks to the lab"}
-	interactive := Text{"対話的な入出力はコンソールにありません", "the console has no interactive terminal"}
-	watch := Text{"終わらずに待ち続けます。もう一度 get を実行してください", "it never ends; run get again instead"}
+	file := Text{JA: "ファイルを読みます", EN: "it reads files"}
+	creds := Text{JA: "接続先や認証情報を変えます。コンソールはいつもラボのクラスタに接続します", EN: "it changes where or as whom kubectl connects; the console always talks to the lab"}
+	interactive := Text{JA: "対話的な入出力はコンソールにありません", EN: "the console has no interactive terminal"}
+	watch := Text{JA: "終わらずに待ち続けます。もう一度 get を実行してください", EN: "it never ends; run get again instead"}
 	return map[string]Text{
 		"filename": file, "kustomize": file, "recursive": file, "from-file": file, "from-env-file": file, "env-file": file,
 		"kubeconfig": creds, "server": creds, "token": creds, "cluster": creds, "context": creds, "user": creds,
 		"username": creds, "password": creds, "as": creds, "as-group": creds, "as-uid": creds, "as-user-extra": creds,
 		"certificate-authority": creds, "client-certificate": creds, "client-key": creds,
 		"insecure-skip-tls-verify": creds, "tls-server-name": creds, "disable-compression": creds,
-		"cache-dir": {"ホストのディレクトリを使います", "it uses a directory on the host"},
-		"log-file":  {"ファイルを書きます", "it writes files"}, "log-dir": {"ファイルを書きます", "it writes files"},
-		"profile": {"ファイルを書きます", "it writes files"}, "profile-output": {"ファイルを書きます", "it writes files"},
-		"output-directory": {"ファイルを書きます", "it writes files"},
+		"cache-dir": {JA: "ホストのディレクトリを使います", EN: "it uses a directory on the host"},
+		"log-file":  {JA: "ファイルを書きます", EN: "it writes files"}, "log-dir": {JA: "ファイルを書きます", EN: "it writes files"},
+		"profile": {JA: "ファイルを書きます", EN: "it writes files"}, "profile-output": {JA: "ファイルを書きます", EN: "it writes files"},
+		"output-directory": {JA: "ファイルを書きます", EN: "it writes files"},
 		"stdin":            interactive, "tty": interactive, "attach": interactive, "rm": interactive,
-		"edit":  {"エディタを開きます", "it opens an editor"},
+		"edit":  {JA: "エディタを開きます", EN: "it opens an editor"},
 		"watch": watch, "watch-only": watch,
 	}
 }

@@ -78,7 +78,7 @@ func TestConsoleRefuses(t *testing.T) {
 			t.Errorf("%q: error %v is not ErrBadInput", tc.line, err)
 		}
 		var re *RefusedError
-		if !errors.As(err, &re) || !re.Reason.complete() || strings.Contains(re.Reason.JA+re.Reason.EN, "%!") {
+		if !errors.As(err, &re) || !re.Reason.Complete() || strings.Contains(re.Reason.JA+re.Reason.EN, "%!") {
 			t.Errorf("%q: refusal %#v lacks a language or is malformed", tc.line, err)
 		}
 		if !strings.Contains(err.Error(), tc.want) {

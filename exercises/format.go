@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/ccmlab/ccmlab/internal/i18n"
 )
 
 // The exercise files. One file per exercise; docs/exercises.md describes them.
@@ -20,28 +22,15 @@ var defsFS embed.FS
 
 // Languages every text must be written in.
 const (
-	LangJA = "ja"
-	LangEN = "en"
+	LangJA = string(i18n.JA)
+	LangEN = string(i18n.EN)
 )
 
-// Text is one string in both of the lab's languages. Both are required: a
-// file with a missing translation does not load.
-type Text struct {
-	JA string `json:"ja"`
-	EN string `json:"en"`
-}
-
-// In returns the text in lang ("ja" or "en").
-func (t Text) In(lang string) string {
-	if lang == LangJA {
-		return t.JA
-	}
-	return t.EN
-}
-
-func (t Text) complete() bool {
-	return strings.TrimSpace(t.JA) != "" && strings.TrimSpace(t.EN) != ""
-}
+// Text is one string in both of the lab's languages: internal/i18n's, so
+// the exercise files, the checks' verdicts and the page share one
+// mechanism. Both are required: a file with a missing translation does not
+// load.
+type Text = i18n.Text
 
 // Exercise is one file of defs/.
 type Exercise struct {

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/ccmlab/ccmlab/internal/i18n"
 )
 
 // Config wires a Service to the lab.
@@ -189,7 +191,7 @@ func (s *Service) startOf(ctx context.Context, id string) (time.Time, error) {
 }
 
 func (s *Service) summary(ex *Exercise, lang string, steps map[string]StepProgress, answers map[string]Answer) Summary {
-	sum := Summary{ID: ex.ID, Order: ex.Order, Title: ex.Title.In(lang), Goal: ex.Goal.In(lang),
+	sum := Summary{ID: ex.ID, Order: ex.Order, Title: ex.Title.In(i18n.Lang(lang)), Goal: ex.Goal.In(i18n.Lang(lang)),
 		Steps: len(ex.Steps), Questions: len(ex.Quiz)}
 	if why := s.availability(ex); why != "" {
 		sum.Unavailable = why
@@ -254,26 +256,26 @@ func (s *Service) Get(ctx context.Context, id, lang string) (Detail, error) {
 		return Detail{}, err
 	}
 	d := Detail{
-		Summary: s.summary(ex, lang, steps, answers), Setup: ex.Setup.About.In(lang),
+		Summary: s.summary(ex, lang, steps, answers), Setup: ex.Setup.About.In(i18n.Lang(lang)),
 		Profiles: ex.Setup.Profiles, Requires: ex.Setup.Requires, StartedAt: start,
 		Steps: []StepView{}, Quiz: []QuestionView{},
 	}
 	locked := false
 	for _, st := range ex.Steps {
 		p := steps[st.ID]
-		v := StepView{ID: st.ID, Title: st.Title.In(lang), Body: st.Body.In(lang), Commands: []CommandView{}, Hints: []string{},
+		v := StepView{ID: st.ID, Title: st.Title.In(i18n.Lang(lang)), Body: st.Body.In(i18n.Lang(lang)), Commands: []CommandView{}, Hints: []string{},
 			Passed: p.Passed(), PassedAt: p.PassedAt, Attempts: p.Attempts, Locked: locked}
 		for _, c := range st.Commands {
 			v.Commands = append(v.Commands, CommandView{Line: c, Console: s.console(c)})
 		}
 		for _, h := range st.Hints {
-			v.Hints = append(v.Hints, h.In(lang))
+			v.Hints = append(v.Hints, h.In(i18n.Lang(lang)))
 		}
 		for _, c := range st.Checks {
 			v.Checks = append(v.Checks, c.Kind)
 		}
 		if p.Passed() {
-			v.Explanation = st.Explanation.In(lang)
+			v.Explanation = st.Explanation.In(i18n.Lang(lang))
 		} else if !locked {
 			d.CurrentStep = st.ID
 			locked = true
@@ -287,15 +289,15 @@ func (s *Service) Get(ctx context.Context, id, lang string) (Detail, error) {
 }
 
 func questionView(q Question, a Answer, lang string) QuestionView {
-	v := QuestionView{ID: q.ID, Question: q.Question.In(lang), Answered: a.Attempts > 0, Correct: a.Correct, Attempts: a.Attempts}
+	v := QuestionView{ID: q.ID, Question: q.Question.In(i18n.Lang(lang)), Answered: a.Attempts > 0, Correct: a.Correct, Attempts: a.Attempts}
 	if v.Answered {
 		c := a.Choice
 		v.Choice = &c
 	}
 	for i, c := range q.Choices {
-		cv := ChoiceView{Text: c.Text.In(lang)}
+		cv := ChoiceView{Text: c.Text.In(i18n.Lang(lang))}
 		if a.EverCorrect || (v.Answered && i == a.Choice) {
-			cv.Why = c.Why.In(lang)
+			cv.Why = c.Why.In(i18n.Lang(lang))
 			correct := c.Correct
 			cv.Correct = &correct
 		}
@@ -373,7 +375,7 @@ func (s *Service) Check(ctx context.Context, id, lang string) (CheckReport, erro
 	blocked := false
 	for _, st := range ex.Steps {
 		p := steps[st.ID]
-		r := StepResult{ID: st.ID, Title: st.Title.In(lang), PassedAt: p.PassedAt, Attempts: p.Attempts}
+		r := StepResult{ID: st.ID, Title: st.Title.In(i18n.Lang(lang)), PassedAt: p.PassedAt, Attempts: p.Attempts}
 		switch {
 		case p.Passed():
 			r.Status = StepPassed
@@ -385,7 +387,7 @@ func (s *Service) Check(ctx context.Context, id, lang string) (CheckReport, erro
 			for _, c := range st.Checks {
 				o := e.evaluate(ctx, c)
 				pass = pass && o.Pass
-				r.Checks = append(r.Checks, CheckResult{Kind: c.Kind, Pass: o.Pass, Detail: o.Detail.In(lang)})
+				r.Checks = append(r.Checks, CheckResult{Kind: c.Kind, Pass: o.Pass, Detail: o.Detail.In(i18n.Lang(lang))})
 			}
 			if ctx.Err() != nil {
 				return CheckReport{}, ctx.Err()
@@ -404,7 +406,7 @@ func (s *Service) Check(ctx context.Context, id, lang string) (CheckReport, erro
 			}
 		}
 		if r.Status == StepPassed {
-			r.Explanation = st.Explanation.In(lang)
+			r.Explanation = st.Explanation.In(i18n.Lang(lang))
 		} else if rep.CurrentStep == "" {
 			rep.CurrentStep = st.ID
 		}
@@ -461,5 +463,5 @@ func (s *Service) Answer(ctx context.Context, id, question string, choice int, l
 	if err != nil {
 		return AnswerResult{}, err
 	}
-	return AnswerResult{Question: question, Choice: choice, Correct: c.Correct, Why: c.Why.In(lang), View: questionView(q, a, lang)}, nil
+	return AnswerResult{Question: question, Choice: choice, Correct: c.Correct, Why: c.Why.In(i18n.Lang(lang)), View: questionView(q, a, lang)}, nil
 }

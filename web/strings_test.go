@@ -1,9 +1,11 @@
 package web
 
 import (
+	"encoding/json"
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,34 +13,21 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/ccmlab/ccmlab/lab/flow/flowtext"
 )
 
-var placeholder = regexp.MustCompile(`\{(\w+)\}`)
-
 // TestCatalogComplete: every key has both languages, and both fill the same
-// placeholders.
+// placeholders; the flow's keys included.
 func TestCatalogComplete(t *testing.T) {
-	for _, k := range Keys() {
-		txt := catalog[k]
-		if strings.TrimSpace(txt.ja) == "" {
-			t.Errorf("%q has no Japanese text", k)
-		}
-		if strings.TrimSpace(txt.en) == "" {
-			t.Errorf("%q has no English text", k)
-		}
-		if ja, en := placeholders(txt.ja), placeholders(txt.en); !slices.Equal(ja, en) {
-			t.Errorf("%q: placeholders differ: ja %v, en %v", k, ja, en)
+	if err := catalog.Check(); err != nil {
+		t.Error(err)
+	}
+	for _, k := range flowtext.Catalog().Keys() {
+		if _, ok := catalog[k]; !ok {
+			t.Errorf("the page lacks the flow's key %q", k)
 		}
 	}
-}
-
-func placeholders(s string) []string {
-	var out []string
-	for _, m := range placeholder.FindAllStringSubmatch(s, -1) {
-		out = append(out, m[1])
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
 }
 
 var (
@@ -91,10 +80,11 @@ func TestNoUnusedKeys(t *testing.T) {
 		}
 		return v
 	}(), "\n")
+	flowKeys := flowtext.Catalog()
 keys:
 	for _, k := range Keys() {
-		if strings.Contains(all, `"`+k+`"`) {
-			continue
+		if _, sent := flowKeys[k]; sent || strings.Contains(all, `"`+k+`"`) {
+			continue // the lab sends the flow's keys
 		}
 		for _, p := range dynamicFamilies {
 			if strings.HasPrefix(k, p) {
@@ -245,5 +235,60 @@ func TestModulesListed(t *testing.T) {
 	slices.Sort(want)
 	if !slices.Equal(have, want) {
 		t.Errorf("jsModules = %v, static/js has %v", want, have)
+	}
+}
+
+var (
+	placeholder   = regexp.MustCompile(`\{\w+\}`)
+	stringsScript = regexp.MustCompile(`<script type="application/json" id="ccmlab-strings">(.*?)</script>`)
+	hasJapanese   = regexp.MustCompile(`[\p{Hiragana}\p{Katakana}\p{Han}]`)
+	// Two English words in a row make an English phrase.
+	englishPhrase = regexp.MustCompile(`\b[A-Za-z]{2,}\s+[a-z]{2,}\b`)
+	// Names the Japanese texts keep as students read them in real output.
+	keptNames = []string{"uninitialized taint", "Service controller", "Node controller", "load-balancer-controller"}
+)
+
+// TestJapanesePageFlowEvidence reads the strings the Japanese page really
+// ships and proves that every evidence and stuck detail the lab can send
+// is a Japanese sentence: Japanese script in it, and no English phrase
+// besides the names in placeholders and keptNames. It also checks that the
+// JS renders the keys rather than the English fallback.
+func TestJapanesePageFlowEvidence(t *testing.T) {
+	res := get(t, newHandler(t, Config{}), "/?lang=ja", nil)
+	body, _ := io.ReadAll(res.Body)
+	m := stringsScript.FindSubmatch(body)
+	if m == nil {
+		t.Fatal("the page has no ccmlab-strings script")
+	}
+	var shipped map[string]string
+	if err := json.Unmarshal(m[1], &shipped); err != nil {
+		t.Fatal(err)
+	}
+	keys := flowtext.Catalog().Keys()
+	if len(keys) < 20 {
+		t.Fatalf("only %d flow keys", len(keys))
+	}
+	for _, k := range keys {
+		ja, ok := shipped[k]
+		if !ok {
+			t.Errorf("the Japanese page lacks %q", k)
+			continue
+		}
+		if !hasJapanese.MatchString(ja) {
+			t.Errorf("%s: %q is not Japanese", k, ja)
+		}
+		rest := placeholder.ReplaceAllString(ja, "X")
+		for _, n := range keptNames {
+			rest = strings.ReplaceAll(rest, n, "X")
+		}
+		if p := englishPhrase.FindString(rest); p != "" {
+			t.Errorf("%s: %q has the English phrase %q", k, ja, p)
+		}
+	}
+	src := sources(t)
+	for _, want := range []string{"step.evidenceKey", "stuck.messageKey"} {
+		if !strings.Contains(src["static/js/flow.js"], want) {
+			t.Errorf("flow.js does not render %s", want)
+		}
 	}
 }

@@ -41,7 +41,7 @@ func Handler(cfg Config) (http.Handler, error) {
 	if cfg.DefaultLang == "" {
 		cfg.DefaultLang = EN
 	}
-	if !cfg.DefaultLang.valid() {
+	if !cfg.DefaultLang.Valid() {
 		return nil, fmt.Errorf("web: unknown default language %q (want %s)", cfg.DefaultLang, strings.Join(langNames(), " or "))
 	}
 	assets, err := loadAssets()
@@ -121,10 +121,10 @@ func (h *handler) page(w http.ResponseWriter, r *http.Request) {
 // the cookie, then the browser's preference, then the default. It reports
 // whether the query decided, so the caller can set the cookie.
 func (h *handler) lang(r *http.Request) (Lang, bool) {
-	if q := Lang(r.URL.Query().Get("lang")); q.valid() {
+	if q := Lang(r.URL.Query().Get("lang")); q.Valid() {
 		return q, true
 	}
-	if c, err := r.Cookie(LangCookie); err == nil && Lang(c.Value).valid() {
+	if c, err := r.Cookie(LangCookie); err == nil && Lang(c.Value).Valid() {
 		return Lang(c.Value), false
 	}
 	if l, ok := preferred(r.Header.Get("Accept-Language")); ok {
@@ -151,7 +151,7 @@ func preferred(header string) (Lang, bool) {
 		}
 		base, _, _ := strings.Cut(tag, "-")
 		l := Lang(base)
-		if !l.valid() || q <= bestQ {
+		if !l.Valid() || q <= bestQ {
 			continue
 		}
 		best, bestQ = l, q

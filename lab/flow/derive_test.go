@@ -1,11 +1,14 @@
 package flow
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ccmlab/ccmlab/internal/i18n"
 	"github.com/ccmlab/ccmlab/lab/cloud"
+	"github.com/ccmlab/ccmlab/lab/flow/flowtext"
 )
 
 var t0 = time.Date(2026, 11, 30, 5, 0, 0, 0, time.UTC)
@@ -86,6 +89,7 @@ func TestDeriveService(t *testing.T) {
 			if reason != tt.wantReason {
 				t.Fatalf("stuck reason = %q, want %q (%+v)", reason, tt.wantReason, f.Stuck)
 			}
+			checkWords(t, f.Steps, f.Stuck)
 			for i, s := range f.Steps {
 				switch {
 				case i < f.Step && s.Status != StepDone:
@@ -125,6 +129,7 @@ func TestDeriveServiceCloudError(t *testing.T) {
 			if f.Stuck == nil || !strings.HasPrefix(f.Stuck.Message, tc.wantStuck) {
 				t.Fatalf("stuck = %+v, want a message starting %q", f.Stuck, tc.wantStuck)
 			}
+			checkWords(t, f.Steps, f.Stuck)
 		})
 	}
 }
@@ -165,6 +170,49 @@ func TestDeriveNode(t *testing.T) {
 			if reason != tt.wantReason {
 				t.Fatalf("stuck = %q, want %q", reason, tt.wantReason)
 			}
+			checkWords(t, f.Steps, f.Stuck)
 		})
+	}
+}
+
+var japanese = regexp.MustCompile(`[\p{Hiragana}\p{Katakana}\p{Han}]`)
+
+// checkWords: every proof and stuck detail a derivation produced is a
+// flowtext key with texts, filled completely by its arguments, Japanese in
+// Japanese, and the English field is the English text. This is what the
+// Japanese page shows, checked without a browser.
+func checkWords(t *testing.T, steps []Step, stuck *Stuck) {
+	t.Helper()
+	words := flowtext.Catalog()
+	check := func(what, key string, args i18n.Args, english string) {
+		t.Helper()
+		if _, ok := words[key]; !ok {
+			t.Errorf("%s: key %q has no texts", what, key)
+			return
+		}
+		txt := words.Text(i18n.Msg{Key: key, Args: args})
+		for _, p := range i18n.Placeholders(words[key].EN) {
+			if _, ok := args[p]; !ok {
+				t.Errorf("%s: %s lacks the argument %q", what, key, p)
+			}
+		}
+		if !japanese.MatchString(txt.JA) {
+			t.Errorf("%s: %q is not Japanese", what, txt.JA)
+		}
+		if txt.EN != english {
+			t.Errorf("%s: English field %q, the catalog says %q", what, english, txt.EN)
+		}
+	}
+	for _, s := range steps {
+		if s.Status != StepDone {
+			if s.EvidenceKey != "" || s.Evidence != "" {
+				t.Errorf("step %d is %s but has evidence %q", s.N, s.Status, s.EvidenceKey)
+			}
+			continue
+		}
+		check("step "+s.Key, s.EvidenceKey, s.EvidenceArgs, s.Evidence)
+	}
+	if stuck != nil {
+		check("stuck "+stuck.Reason, stuck.MessageKey, stuck.MessageArgs, stuck.Message)
 	}
 }

@@ -1,10 +1,11 @@
 package flow
 
 import (
-	"fmt"
 	"time"
 
+	"github.com/ccmlab/ccmlab/internal/i18n"
 	"github.com/ccmlab/ccmlab/lab/cloud"
+	"github.com/ccmlab/ccmlab/lab/flow/flowtext"
 )
 
 var nodeStepKeys = []string{"launched", "registered", "queried", "written", "untainted", "scheduled"}
@@ -35,43 +36,43 @@ func deriveNode(in nodeInput, firstSeen map[int]time.Time) NodeFlow {
 	ev := make([]evidence, 6)
 	if in.instance != nil {
 		f.InstanceID = in.instance.ID
-		ev[0] = evidence{in.instance.LaunchTime, fmt.Sprintf("instance %s (%s, %s)", in.instance.ID, in.instance.InstanceType, in.instance.Zone)}
+		ev[0] = proof(in.instance.LaunchTime, flowtext.InstanceLaunched, "id", in.instance.ID, "type", in.instance.InstanceType, "zone", in.instance.Zone)
 	}
 	if n := in.node; n != nil {
-		ev[1] = evidence{n.Created, "Node registered by the kubelet with the uninitialized taint"}
+		ev[1] = proof(n.Created, flowtext.NodeRegistered)
 		for i := len(in.queries) - 1; i >= 0; i-- {
 			c := in.queries[i]
 			// Only the Node controller's question counts: the Route
 			// controller also looks instances up, but it initializes
 			// nothing.
 			if c.State == cloud.CallDone && c.Error == "" && c.Caller == "node-controller" && !c.Time.Before(n.Created.Truncate(time.Second)) {
-				ev[2] = evidence{c.Time, "call " + c.Action + " by " + c.Caller}
+				ev[2] = proof(c.Time, flowtext.Call, "action", c.Action, "caller", c.Caller)
 				break
 			}
 		}
 		if n.ProviderID != "" {
-			ev[3] = evidence{time.Time{}, fmt.Sprintf("providerID %s, zone %s, instance-type %s", n.ProviderID, n.Zone, n.InstanceType)}
+			ev[3] = proof(time.Time{}, flowtext.NodeWritten, "pid", n.ProviderID, "zone", n.Zone, "type", n.InstanceType)
 			if !ev[2].ok() {
 				// The query happened before the lab was watching (a
 				// restart); the written fields prove it.
-				ev[2] = evidence{time.Time{}, "implied by the providerID"}
+				ev[2] = proof(time.Time{}, flowtext.QueryImplied)
 			}
 			if !n.Tainted() {
-				ev[4] = evidence{time.Time{}, "taint " + TaintUninitialized + " removed"}
+				ev[4] = proof(time.Time{}, flowtext.TaintRemoved, "taint", TaintUninitialized)
 			}
 		}
 	}
 	if p := in.firstPod; p != nil {
-		ev[5] = evidence{p.Scheduled, "Pod " + p.Namespace + "/" + p.Name + " scheduled here"}
+		ev[5] = proof(p.Scheduled, flowtext.PodScheduled, "pod", p.Namespace+"/"+p.Name)
 	}
 
 	var stuck *Stuck
 	_, done := strip(nodeStepKeys, ev, nil, firstSeen)
 	switch {
 	case in.instance != nil && in.instance.State != cloud.InstanceRunning && done < 6:
-		stuck = &Stuck{ReasonInstanceNotRunning, fmt.Sprintf("instance %s is %s", in.instance.ID, in.instance.State)}
+		stuck = newStuck(ReasonInstanceNotRunning, flowtext.StuckInstanceNotRunning, i18n.Args{"id": in.instance.ID, "state": string(in.instance.State)})
 	case done >= 2 && done < 5 && !in.controllers["node"]:
-		stuck = &Stuck{ReasonNoNodeController, "no Node controller is running: the Node stays Ready but tainted, and Pods stay Pending"}
+		stuck = newStuck(ReasonNoNodeController, flowtext.StuckNoNodeController, nil)
 	}
 	f.Steps, f.Step = strip(nodeStepKeys, ev, stuck, firstSeen)
 	if f.Step < 6 {

@@ -1,11 +1,13 @@
 package flow
 
 import (
-	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/ccmlab/ccmlab/internal/i18n"
 	"github.com/ccmlab/ccmlab/lab/cloud"
+	"github.com/ccmlab/ccmlab/lab/flow/flowtext"
 )
 
 // ServiceSteps are the six steps of a LoadBalancer Service.
@@ -84,16 +86,16 @@ func handlerFor(in serviceInput) (string, *Stuck) {
 	switch in.svc.LoadBalancerClass {
 	case "":
 		if !in.controllers["service"] {
-			return "", &Stuck{ReasonNoServiceController, "no Service controller is running, so nobody watches this Service: status.loadBalancer stays empty"}
+			return "", newStuck(ReasonNoServiceController, flowtext.StuckNoServiceController, nil)
 		}
 		return "service-controller", nil
 	case ClassAWSNLB:
 		if !in.controllers["lbc"] {
-			return "", &Stuck{ReasonClassUnhandled, fmt.Sprintf("loadBalancerClass %s: the load-balancer-controller add-on is not running, and the Service controller ignores Services with a class", in.svc.LoadBalancerClass)}
+			return "", newStuck(ReasonClassUnhandled, flowtext.StuckAddonOff, i18n.Args{"class": in.svc.LoadBalancerClass})
 		}
 		return "lbc", nil
 	default:
-		return "", &Stuck{ReasonClassUnhandled, fmt.Sprintf("loadBalancerClass %s: no controller in this cluster handles that class", in.svc.LoadBalancerClass)}
+		return "", newStuck(ReasonClassUnhandled, flowtext.StuckClassUnknown, i18n.Args{"class": in.svc.LoadBalancerClass})
 	}
 }
 
@@ -103,42 +105,40 @@ func deriveService(in serviceInput, firstSeen map[int]time.Time) ServiceFlow {
 	f.Handler = handler
 
 	ev := make([]evidence, 6)
-	ev[0] = evidence{in.svc.Created, "Service stored (ClusterIP " + in.svc.ClusterIP + ", ports " + in.svc.Ports + ")"}
+	ev[0] = proof(in.svc.Created, flowtext.ServiceStored, "ip", in.svc.ClusterIP, "ports", in.svc.Ports)
 	if e, ok := lastEvent(in.events, "EnsuringLoadBalancer"); ok {
-		ev[1] = evidence{e.Time, "event EnsuringLoadBalancer from " + e.Source}
+		ev[1] = proof(e.Time, flowtext.Event, "reason", e.Reason, "source", e.Source)
 	} else if hasAny(in.svc.Finalizers, FinalizerLBCleanup, "service.k8s.aws/resources") {
-		ev[1] = evidence{time.Time{}, "finalizer " + in.svc.Finalizers[0]}
+		ev[1] = proof(time.Time{}, flowtext.Finalizer, "name", in.svc.Finalizers[0])
 	} else if len(in.calls) > 0 {
 		// A cloud call about this Service's LB proves a controller noticed
 		// it, even when that call's record arrives before the watch shows
 		// the finalizer or the event (they travel on different streams).
 		c := in.calls[0]
-		ev[1] = evidence{c.Time, "call " + c.Action + " by " + c.Caller}
+		ev[1] = proof(c.Time, flowtext.Call, "action", c.Action, "caller", c.Caller)
 	}
 	if c, ok := lastCall(in.calls, true, "CreateLoadBalancer"); ok {
-		ev[2] = evidence{c.Time, "call CreateLoadBalancer by " + c.Caller}
+		ev[2] = proof(c.Time, flowtext.Call, "action", c.Action, "caller", c.Caller)
 	} else if in.lb != nil {
-		ev[2] = evidence{in.lb.CreatedAt, "load balancer " + in.lb.Name + " exists"}
+		ev[2] = proof(in.lb.CreatedAt, flowtext.LBExists, "name", in.lb.Name)
 	}
 	if in.lb != nil && len(in.lb.Targets) > 0 && in.lb.HealthCheck != nil {
-		what := fmt.Sprintf("%d %s targets, health check %s:%d", len(in.lb.Targets), in.lb.TargetType, in.lb.HealthCheck.Protocol, in.lb.HealthCheck.Port)
 		at := time.Time{}
 		if c, ok := lastCall(in.calls, true, "RegisterTargets", "ConfigureHealthCheck"); ok {
 			at = c.Time
 		}
-		ev[3] = evidence{at, what}
+		ev[3] = proof(at, flowtext.Targets, "n", strconv.Itoa(len(in.lb.Targets)), "mode", string(in.lb.TargetType),
+			"proto", in.lb.HealthCheck.Protocol, "port", strconv.Itoa(int(in.lb.HealthCheck.Port)))
 	}
 	if len(in.svc.Ingress) > 0 {
-		at := time.Time{}
-		what := "status.loadBalancer.ingress = " + strings.Join(in.svc.Ingress, ",")
+		ingress := strings.Join(in.svc.Ingress, ",")
+		ev[4] = proof(time.Time{}, flowtext.Ingress, "ingress", ingress)
 		if e, ok := lastEvent(in.events, "EnsuredLoadBalancer", "SuccessfullyReconciled"); ok {
-			at = e.Time
-			what += " (event " + e.Reason + ")"
+			ev[4] = proof(e.Time, flowtext.IngressEvent, "ingress", ingress, "reason", e.Reason)
 		}
-		ev[4] = evidence{at, what}
 	}
 	if t := in.lastTrace; t != nil && t.Status >= 200 && t.Status < 400 {
-		ev[5] = evidence{t.Time, fmt.Sprintf("request %s answered %d", t.ID, t.Status)}
+		ev[5] = proof(t.Time, flowtext.Answered, "id", t.ID, "status", strconv.Itoa(t.Status))
 	}
 
 	// Decide why the next step cannot happen, most fundamental first.
@@ -159,22 +159,22 @@ func deriveService(in serviceInput, firstSeen map[int]time.Time) ServiceFlow {
 func stuckInCloud(in serviceInput, done int) *Stuck {
 	if done < 1 || done >= 5 {
 		if done >= 5 && in.endpoints == 0 {
-			return &Stuck{ReasonNoEndpoints, "the Service has no ready endpoints, so a request would find no Pod"}
+			return newStuck(ReasonNoEndpoints, flowtext.StuckNoEndpoints, nil)
 		}
 		return nil
 	}
 	// The most recent failure wins unless a later success superseded it.
 	failed, hasFail := lastCallAny(in.calls, false)
 	if ok, hasOK := lastCallAny(in.calls, true); hasFail && (!hasOK || failed.Seq > ok.Seq) {
-		return &Stuck{ReasonCloudError, fmt.Sprintf("the cloud refused %s: %s", failed.Action, failed.Error)}
+		return newStuck(ReasonCloudError, flowtext.StuckCloudRefused, i18n.Args{"action": failed.Action, "error": failed.Error})
 	}
 	if e, ok := lastEvent(in.events, "SyncLoadBalancerFailed", "FailedDeployModel"); ok {
 		if good, ok2 := lastEvent(in.events, "EnsuredLoadBalancer", "SuccessfullyReconciled"); !ok2 || good.Time.Before(e.Time) {
-			return &Stuck{ReasonCloudError, e.Reason + ": " + e.Message}
+			return newStuck(ReasonCloudError, flowtext.StuckFailedEvent, i18n.Args{"reason": e.Reason, "message": e.Message})
 		}
 	}
 	if done == 3 && in.eligibleNodes == 0 && in.svc.LoadBalancerClass == "" {
-		return &Stuck{ReasonNoEligibleNodes, "no node is eligible as a target (none Ready and initialized)"}
+		return newStuck(ReasonNoEligibleNodes, flowtext.StuckNoEligibleNodes, nil)
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/ccmlab/ccmlab/lab/flow/flowtext"
 	"github.com/ccmlab/ccmlab/web"
 )
 
@@ -104,6 +105,15 @@ func TestServiceFlow(t *testing.T) {
 	reason := eval[string](t, b, q("stuck-reason")+`.textContent`)
 	if want := web.T(web.JA, "reason.no-service-controller"); reason != want {
 		t.Errorf("stuck reason = %q, want %q", reason, want)
+	}
+	// The Japanese page says the proof and the detail in Japanese too.
+	stored, _, _ := strings.Cut(web.T(web.JA, flowtext.ServiceStored), "{")
+	if ev := eval[string](t, b, q("svc-step-apply")+`.querySelector(".step-evidence").textContent`); !strings.HasPrefix(ev, stored) {
+		t.Errorf("step 1 evidence = %q, want it to start with %q", ev, stored)
+	}
+	detail := eval[string](t, b, q("svc-stuck")+`.querySelector(".stuck-message").textContent`)
+	if want := web.T(web.JA, flowtext.StuckNoServiceController); detail != want {
+		t.Errorf("stuck detail = %q, want %q", detail, want)
 	}
 	deps := eval[string](t, b, q("ctrl-deps-service")+`.textContent`)
 	if !strings.Contains(deps, "1") {

@@ -111,20 +111,36 @@ export function renderStep(li, step, t0) {
   setAttr(li, "aria-current", step.status === "current" || step.status === "stuck" ? "step" : null);
   const [, status, , , evidence] = li.children;
   setText(status, `${STATUS_GLYPH[step.status]} ${t("status." + step.status)}`);
-  let ev = step.evidence || "";
+  const proof = evidenceText(step);
+  let ev = proof;
   if (step.at && t0) {
     const dt = (Date.parse(step.at) - t0) / 1000;
     if (dt >= 0) ev = (ev ? ev + " · " : "") + t("time.after", { s: dt.toFixed(dt < 10 ? 2 : 1) });
   }
   setText(evidence, ev);
-  setAttr(evidence, "title", step.evidence || null);
+  setAttr(evidence, "title", proof || null);
+}
+
+// evidenceText says what proved a step in the page's language: the lab
+// sends a key of lab/flow/flowtext with its arguments, and the English
+// text only for API readers (and for a lab older than this page).
+function evidenceText(step) {
+  if (step.evidenceKey) return t(step.evidenceKey, step.evidenceArgs || {});
+  return step.evidence || "";
+}
+
+// stuckDetail is a stuck step's specifics in the page's language.
+function stuckDetail(stuck) {
+  if (stuck.messageKey) return t(stuck.messageKey, stuck.messageArgs || {});
+  return stuck.message || "";
 }
 
 // renderStuck explains a stuck step: the reason in plain words, then the
 // controller's or the cloud's own message as detail.
 export function renderStuck(box, stuck) {
   show(box, !!stuck);
-  const sig = stuck ? stuck.reason + "\n" + stuck.message : "";
+  const detail = stuck ? stuckDetail(stuck) : "";
+  const sig = stuck ? stuck.reason + "\n" + detail : "";
   if (box._sig === sig) return;
   box._sig = sig;
   setAttr(box, "data-reason", stuck ? stuck.reason : null);
@@ -137,7 +153,7 @@ export function renderStuck(box, stuck) {
   box.replaceChildren(
     h("strong", { class: "stuck-title", text: "⚠ " + t("stuck.title") }),
     h("p", { class: "stuck-reason", "data-testid": "stuck-reason", text: plain }),
-    stuck.message ? h("p", { class: "stuck-detail" }, h("span", { class: "label", text: t("stuck.detail") + ": " }), h("code", { text: stuck.message })) : null,
+    detail ? h("p", { class: "stuck-detail" }, h("span", { class: "label", text: t("stuck.detail") + ": " }), h("span", { class: "stuck-message", text: detail })) : null,
   );
 }
 
