@@ -4,8 +4,9 @@
 // testing against the real thing rather than a fake clientset.
 //
 // Under -short (make test-unit) Main starts nothing and leaves the Env nil,
-// so the package's unit tests run without etcd and the apiserver. Every test
-// that uses the Env calls Need first (usually inside the package's lab
+// so the package's unit tests run without etcd and the apiserver, and it
+// checks with goleak that they leave no goroutine running. Every test that
+// uses the Env calls Need first (usually inside the package's lab
 // constructor), which skips it under -short.
 package cptest
 
@@ -18,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -50,9 +52,20 @@ func Main(m *testing.M, env **Env, mutate ...func(*controlplane.Config)) {
 		flag.Parse()
 	}
 	if testing.Short() {
-		os.Exit(m.Run())
+		// Unit tests only: they must leave no goroutine behind.
+		goleak.VerifyTestMain(m, IgnoreLeaks()...)
+		return
 	}
 	os.Exit(run(m, env, mutate))
+}
+
+// IgnoreLeaks lists the goroutines that Kubernetes libraries start at init
+// and keep for the life of the process; goleak ignores them in the unit
+// tests of packages that link those libraries.
+func IgnoreLeaks() []goleak.Option {
+	return []goleak.Option{
+		goleak.IgnoreTopFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"),
+	}
 }
 
 // Need skips t under -short, where Main starts no control plane. Call it
