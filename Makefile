@@ -66,6 +66,14 @@ browser: ## Install Debian's chromium for the browser tests if it is missing
 		echo "chromium is missing: browser tests will skip (under CI=true they fail). Install it with: sudo apt-get install chromium"; \
 	fi
 
+# The fast tier: -short makes cptest.Main start no control plane and skips
+# every test that needs one, the ccmlab binary or a browser. The test
+# binaries of the packages that embed Kubernetes are still linked, which is
+# most of its time.
+.PHONY: test-unit
+test-unit: ## Run the tests that need no control plane, binary or browser (-short)
+	$(GO) test -short -count=1 ./...
+
 .PHONY: test
 test: verify browser ## Run every test (integration and browser tests included)
 	$(GO) test -count=1 -timeout 30m ./...

@@ -24,6 +24,7 @@ import (
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	"k8s.io/utils/ptr"
 
+	"github.com/ccmlab/ccmlab/internal/testutil"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/controlplane/cptest"
 	"github.com/ccmlab/ccmlab/lab/profile"
@@ -75,6 +76,7 @@ func withAddons(a ...string) labOpt { return func(c *Config) { c.Addons = a } }
 // on (nil = the profile's default).
 func newLab(t testing.TB, profileName string, enabled []string, opts ...labOpt) *lab {
 	t.Helper()
+	cptest.Need(t)
 	n := labSeq.Add(1)
 	if n >= 96 {
 		n++ // keep clear of the service CIDR 10.96.0.0/16
@@ -394,26 +396,12 @@ func reasons(evs []v1.Event) []string {
 	return out
 }
 
-// eventually polls cond every 100 ms until it reports true or timeout
-// passes; then the test fails with cond's last explanation. timeout is at
-// least 30s: the race pass on a loaded 2-core machine runs several times
-// slower, and a condition that holds returns at once anyway.
+// eventually is testutil.Eventually with a floor of 30s on timeout: the race
+// pass on a loaded 2-core machine runs several times slower, and a
+// condition that holds returns at once anyway.
 func eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
-	timeout = max(timeout, 30*time.Second)
-	deadline := time.Now().Add(timeout)
-	var why string
-	for {
-		var ok bool
-		ok, why = cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not true after %s: %s", what, timeout, why)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testutil.Eventually(t, max(timeout, 30*time.Second), what, cond)
 }
 
 func hasTaint(n *v1.Node, key string) bool {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/ccmlab/ccmlab/controllers"
+	"github.com/ccmlab/ccmlab/internal/testutil"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/flow"
 	"github.com/ccmlab/ccmlab/lab/profile"
@@ -278,8 +279,19 @@ func TestExerciseNoCCM(t *testing.T) {
 			return err
 		}))
 	}
-	time.Sleep(3 * time.Second)
-	if r := stepOf(w.check(t, id), "node-controller-on"); r.Status != StepFailed {
+	// Barrier: the step's own podsRunning check passes, which is all the
+	// wrong way can achieve; with that seen, the step must still fail.
+	var r StepResult
+	testutil.Eventually(t, 60*time.Second, "the Pod running after the taint came off by hand", func() (bool, string) {
+		r = stepOf(w.check(t, id), "node-controller-on")
+		for _, c := range r.Checks {
+			if c.Kind == "podsRunning" && c.Pass {
+				return true, ""
+			}
+		}
+		return false, describe(r)
+	})
+	if r.Status != StepFailed {
 		t.Fatalf("removing the taint by hand passed: %s", describe(r))
 	}
 

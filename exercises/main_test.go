@@ -45,9 +45,7 @@ const worldNodes = 3
 
 func theWorld(t *testing.T) *world {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("needs the whole lab")
-	}
+	cptest.Need(t)
 	worldOnce.Do(func() { shared, worldErr = startWorld() })
 	if worldErr != nil {
 		t.Fatal(worldErr)

@@ -72,6 +72,7 @@ type testLab struct {
 
 func newTestLab(t *testing.T, token string) *testLab {
 	t.Helper()
+	cptest.Need(t)
 	c, err := cloud.New(cloud.Config{})
 	if err != nil {
 		t.Fatal(err)

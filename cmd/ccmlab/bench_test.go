@@ -17,6 +17,7 @@ import (
 // elapsed times it printed per stage, and its RSS after settling idle.
 func startTimes(b *testing.B, args ...string) (map[string]time.Duration, int64) {
 	b.Helper()
+	needBinary(b)
 	dir := b.TempDir()
 	cmd := exec.Command(binary, append([]string{"--data-dir", dir, "--listen", "127.0.0.1:0"}, args...)...)
 	out, err := cmd.StdoutPipe()

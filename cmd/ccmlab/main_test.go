@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -26,9 +27,15 @@ import (
 
 // These tests run the real binary, because what they check is what a user
 // sees: exit codes, the one-line errors, and a restart of the whole process.
+// Under -short (make test-unit) the binary is not built, since that links
+// all of Kubernetes, and every test here skips.
 var binary string
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "ccmlab-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -44,6 +51,14 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// needBinary skips t under -short, where TestMain builds no binary.
+func needBinary(t testing.TB) {
+	t.Helper()
+	if binary == "" {
+		t.Skip("runs the ccmlab binary (not built under -short)")
+	}
 }
 
 func freeAddr(t *testing.T) string {
@@ -133,6 +148,7 @@ func clientFor(t *testing.T, dataDir string) kubernetes.Interface {
 }
 
 func TestRestartKeepsObjects(t *testing.T) {
+	needBinary(t)
 	dataDir := t.TempDir()
 	ctx := context.Background()
 	l := startProcess(t, dataDir)
@@ -266,6 +282,7 @@ func snapshot(t *testing.T, dir string) string {
 }
 
 func TestBadInput(t *testing.T) {
+	needBinary(t)
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -332,6 +349,7 @@ func expectRefused(t *testing.T, args []string, want string) {
 // second lab's nodes join the first one's cluster and its CCM initializes
 // them; its data dir gets a kubeconfig that works.
 func TestAttach(t *testing.T) {
+	needBinary(t)
 	ctx := context.Background()
 	hostDir, labDir := t.TempDir(), t.TempDir()
 	startProcess(t, hostDir, "--nodes", "0", "--controllers", "none")
@@ -374,6 +392,7 @@ func TestAttach(t *testing.T) {
 }
 
 func TestAttachBadInput(t *testing.T) {
+	needBinary(t)
 	dead := filepath.Join(t.TempDir(), "dead-kubeconfig")
 	// A cluster on a port nobody listens on.
 	addr := freeAddr(t)

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/ccmlab/ccmlab/internal/testutil"
 )
 
 func newTestCloud(t testing.TB, mod func(*Config)) *Cloud {
@@ -61,17 +63,11 @@ func lastCall(t testing.TB, c *Cloud) Call {
 	return calls[len(calls)-1]
 }
 
-// waitFor polls cond; the cloud's background work (held calls, latency
-// timers) has no other hook to wait on from outside.
+// waitFor is testutil.EventuallyTrue: the cloud's background work (held
+// calls, latency timers) has no other hook to wait on from outside.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testutil.EventuallyTrue(t, 5*time.Second, what, cond)
 }
 
 func wantCode(t testing.TB, err error, code, action string) {

@@ -52,6 +52,7 @@ func TestServerVersion(t *testing.T) {
 }
 
 func TestKubeconfigListsSystemNamespaces(t *testing.T) {
+	cptest.Need(t)
 	// Go through the written kubeconfig file, as a student's kubectl would.
 	cfg, err := clientcmd.BuildConfigFromFlags("", env.CP.KubeconfigPath())
 	if err != nil {
@@ -89,6 +90,7 @@ func TestKubeconfigListsSystemNamespaces(t *testing.T) {
 // A Deployment without nodes must get a Pod that the real scheduler refuses:
 // proof that the controller-manager (ReplicaSet) and the scheduler run.
 func TestDeploymentPodPendingWithoutNodes(t *testing.T) {
+	cptest.Need(t)
 	ctx := context.Background()
 	labels := map[string]string{"app": "web"}
 	dep := &appsv1.Deployment{

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/kubernetes/fake"
+
 	"github.com/ccmlab/ccmlab/lab/cloud"
 )
 
@@ -13,17 +15,19 @@ func TestConfigValidate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A fake clientset: validation only needs a client to be there.
+	client := fake.NewClientset()
 	tests := []struct {
 		name   string
 		cfg    Config
 		errHas []string
 	}{
 		{name: "nothing given", cfg: Config{}, errHas: []string{"client is required", "cloud is required"}},
-		{name: "negative interval and buffer", cfg: Config{Client: cp.Client, Cloud: c, HealthCheckInterval: -time.Second, TraceBuffer: -1},
+		{name: "negative interval and buffer", cfg: Config{Client: client, Cloud: c, HealthCheckInterval: -time.Second, TraceBuffer: -1},
 			errHas: []string{"interval -1s", "trace buffer -1"}},
-		{name: "listen host not an IP", cfg: Config{Client: cp.Client, Cloud: c, ListenHost: "example.com"}, errHas: []string{"listen host"}},
-		{name: "defaults", cfg: Config{Client: cp.Client, Cloud: c}},
-		{name: "localhost", cfg: Config{Client: cp.Client, Cloud: c, ListenHost: "localhost"}},
+		{name: "listen host not an IP", cfg: Config{Client: client, Cloud: c, ListenHost: "example.com"}, errHas: []string{"listen host"}},
+		{name: "defaults", cfg: Config{Client: client, Cloud: c}},
+		{name: "localhost", cfg: Config{Client: client, Cloud: c, ListenHost: "localhost"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -17,10 +17,10 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
+	"github.com/ccmlab/ccmlab/internal/testutil"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/controlplane/cptest"
 	"github.com/ccmlab/ccmlab/lab/profile"
@@ -37,20 +37,10 @@ func TestMain(m *testing.M) { cptest.Main(m, &cp) }
 // Generous: under -race the whole control plane runs several times slower.
 const waitTimeout = 60 * time.Second
 
+// waitFor is testutil.EventuallyCtx with waitTimeout.
 func waitFor(t *testing.T, what string, cond func(ctx context.Context) (bool, error)) {
 	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
-		// cond may explain a false with an error; a true ends the wait.
-		ok, err := cond(ctx)
-		if !ok && err != nil {
-			last = err
-		}
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("timed out after %s waiting for %s (last error: %v)", waitTimeout, what, last)
-	}
+	testutil.EventuallyCtx(t, waitTimeout, what, cond)
 }
 
 // testLab is one integration test's cloud, nodes and running Dataplane.
@@ -71,6 +61,7 @@ type testLab struct {
 // controller's job) and starts a Dataplane.
 func newTestLab(t *testing.T, vpc string, cidrBase, n int) *testLab {
 	t.Helper()
+	cptest.Need(t)
 	ctx := context.Background()
 	c, err := cloud.New(cloud.Config{VPCCIDR: vpc})
 	if err != nil {

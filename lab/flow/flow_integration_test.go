@@ -16,10 +16,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
 	"github.com/ccmlab/ccmlab/controllers"
+	"github.com/ccmlab/ccmlab/internal/testutil"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/controlplane/cptest"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
@@ -66,6 +66,7 @@ var shared *world
 // theWorld starts the lab once for the package; tests use distinct names.
 func theWorld(t *testing.T) *world {
 	t.Helper()
+	cptest.Need(t)
 	if shared != nil {
 		return shared
 	}
@@ -138,14 +139,10 @@ func serviceControllerOffUnderRace(t *testing.T, w *world) {
 	})
 }
 
+// waitFor is testutil.EventuallyTrue with the control plane's generous timeout.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
-		return cond(), nil
-	})
-	if err != nil {
-		t.Fatalf("timed out waiting for %s", what)
-	}
+	testutil.EventuallyTrue(t, 60*time.Second, what, cond)
 }
 
 func createApp(t *testing.T, name string) {

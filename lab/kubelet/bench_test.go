@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ccmlab/ccmlab/lab/cloud"
+	"github.com/ccmlab/ccmlab/lab/controlplane/cptest"
 )
 
 // BenchmarkHeartbeat measures one heartbeat round (every node renews its
@@ -46,6 +47,7 @@ func BenchmarkHeartbeat(b *testing.B) {
 const benchParallelism = 16
 
 func benchHeartbeat(b *testing.B, nodes int, vpc string) {
+	cptest.Need(b)
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS = -1 // measure the apiserver, not client-side throttling
 	client, err := kubernetes.NewForConfig(cfg)

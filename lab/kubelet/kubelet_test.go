@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	"k8s.io/utils/ptr"
 
@@ -523,16 +524,18 @@ func TestConfigValidate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A fake clientset: validation only needs a client to be there.
+	client := fake.NewClientset()
 	tests := []struct {
 		name    string
 		cfg     Config
 		wantErr string
 	}{
-		{"ok with defaults", Config{Client: env.Client, Cloud: c}, ""},
+		{"ok with defaults", Config{Client: client, Cloud: c}, ""},
 		{"no client", Config{Cloud: c}, "client: required"},
-		{"no cloud", Config{Client: env.Client}, "cloud: required"},
-		{"negative interval", Config{Client: env.Client, Cloud: c, HeartbeatInterval: -time.Second}, "heartbeat interval -1s"},
-		{"negative workers", Config{Client: env.Client, Cloud: c, PodWorkers: -1}, "pod workers -1"},
+		{"no cloud", Config{Client: client}, "cloud: required"},
+		{"negative interval", Config{Client: client, Cloud: c, HeartbeatInterval: -time.Second}, "heartbeat interval -1s"},
+		{"negative workers", Config{Client: client, Cloud: c, PodWorkers: -1}, "pod workers -1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

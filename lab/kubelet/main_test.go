@@ -11,9 +11,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/ccmlab/ccmlab/internal/testutil"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/controlplane"
 	"github.com/ccmlab/ccmlab/lab/controlplane/cptest"
@@ -48,6 +48,7 @@ type lab struct {
 // the next test does not see them.
 func newLab(t *testing.T, vpcCIDR, profileName string, mod func(*Config)) *lab {
 	t.Helper()
+	cptest.Need(t)
 	c, err := cloud.New(cloud.Config{VPCCIDR: vpcCIDR})
 	if err != nil {
 		t.Fatal(err)
@@ -130,25 +131,11 @@ func deleteNodes(t testing.TB, client kubernetes.Interface, c *cloud.Cloud) {
 	wg.Wait()
 }
 
-// waitFor polls cond until it holds. The apiserver and the controllers are
+// waitFor is testutil.EventuallyCtx: the apiserver and the controllers are
 // asynchronous by nature; there is no event to wait on from a test.
 func waitFor(t testing.TB, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
 	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		ok, err := cond(ctx)
-		if err != nil {
-			last = err
-			return false, nil
-		}
-		return ok, nil
-	})
-	if err != nil {
-		if last != nil {
-			t.Fatalf("timed out after %s waiting for %s (last error: %v)", timeout, what, last)
-		}
-		t.Fatalf("timed out after %s waiting for %s", timeout, what)
-	}
+	testutil.EventuallyCtx(t, timeout, what, cond)
 }
 
 func nodeCondition(n *v1.Node, t v1.NodeConditionType) v1.ConditionStatus {

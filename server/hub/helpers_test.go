@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/ccmlab/ccmlab/internal/testutil"
 )
 
 // guard bounds every wait in the tests. It only turns a hang into a
@@ -138,16 +140,10 @@ func expectSeqs(t testing.TB, c *websocket.Conn, from, to uint64) {
 	}
 }
 
-// waitFor polls cond until it holds; it fails the test after guard.
+// waitFor is testutil.EventuallyTrue with the package's guard as timeout.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(guard)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testutil.EventuallyTrue(t, guard, what, cond)
 }
 
 func mustPublish(t testing.TB, h *Hub, typ string, data any) uint64 {

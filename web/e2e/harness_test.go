@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -49,8 +50,10 @@ func run(m *testing.M) int {
 	}
 	// The browser tests need the real binary. Building it links all of
 	// Kubernetes (about a minute on two cores), so it is skipped when no
-	// test could use it; CCMLAB_BIN names a binary built beforehand.
-	if chromiumPath() != "" || os.Getenv("CI") == "true" {
+	// test could use it (no browser, or -short, where every browser test
+	// skips); CCMLAB_BIN names a binary built beforehand.
+	flag.Parse()
+	if !testing.Short() && (chromiumPath() != "" || os.Getenv("CI") == "true") {
 		binPath, buildErr = buildLab()
 	}
 	return m.Run()
@@ -108,8 +111,13 @@ func chromiumPath() string {
 
 // needChromium skips the test without a browser, except under CI=true,
 // where a missing browser is a broken setup and fails the run.
+//
+// Under -short (make test-unit) every browser test skips, CI or not.
 func needChromium(t testing.TB) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("browser test (skipped under -short)")
+	}
 	p := chromiumPath()
 	if p == "" {
 		if os.Getenv("CI") == "true" {

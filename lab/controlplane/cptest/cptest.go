@@ -2,16 +2,24 @@
 // from TestMain; every test in the package then shares the same apiserver,
 // which keeps integration suites fast (a start costs about 3 s) while still
 // testing against the real thing rather than a fake clientset.
+//
+// Under -short (make test-unit) Main starts nothing and leaves the Env nil,
+// so the package's unit tests run without etcd and the apiserver, and it
+// checks with goleak that they leave no goroutine running. Every test that
+// uses the Env calls Need first (usually inside the package's lab
+// constructor), which skips it under -short.
 package cptest
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"sync"
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -35,8 +43,38 @@ type Env struct {
 //
 //	var env *cptest.Env
 //	func TestMain(m *testing.M) { cptest.Main(m, &env) }
+//
+// Under -short it starts no control plane, leaves *env nil and only runs
+// the tests.
 func Main(m *testing.M, env **Env, mutate ...func(*controlplane.Config)) {
+	// testing.Short needs parsed flags; m.Run would parse them only later.
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	if testing.Short() {
+		// Unit tests only: they must leave no goroutine behind.
+		goleak.VerifyTestMain(m, IgnoreLeaks()...)
+		return
+	}
 	os.Exit(run(m, env, mutate))
+}
+
+// IgnoreLeaks lists the goroutines that Kubernetes libraries start at init
+// and keep for the life of the process; goleak ignores them in the unit
+// tests of packages that link those libraries.
+func IgnoreLeaks() []goleak.Option {
+	return []goleak.Option{
+		goleak.IgnoreTopFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"),
+	}
+}
+
+// Need skips t under -short, where Main starts no control plane. Call it
+// before the first use of the package's Env.
+func Need(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs the control plane (skipped under -short)")
+	}
 }
 
 func run(m *testing.M, env **Env, mutate []func(*controlplane.Config)) int {
