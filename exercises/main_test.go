@@ -8,13 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ccmlab/ccmlab/app/apptest"
+	"github.com/ccmlab/ccmlab/app/sim"
 	"github.com/ccmlab/ccmlab/controllers"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/controlplane/cptest"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
 	"github.com/ccmlab/ccmlab/lab/flow"
 	"github.com/ccmlab/ccmlab/lab/profile"
-	labworld "github.com/ccmlab/ccmlab/lab/world"
 )
 
 // One real control plane (etcd, kube-apiserver, kube-controller-manager
@@ -55,36 +56,20 @@ func theWorld(t *testing.T) *world {
 }
 
 func startWorld() (*world, error) {
-	ctx := env.Ctx
-	c, err := cloud.New(cloud.Config{})
-	if err != nil {
-		return nil, err
-	}
-	for range worldNodes {
-		if _, err := c.RunInstance(ctx, cloud.RunInstanceInput{}); err != nil {
-			return nil, err
-		}
-	}
 	p, _ := profile.Get("aws")
-	w := &world{cloud: c}
-	lab, err := labworld.New(labworld.Config{
-		Cloud: c, Profile: p, Client: env.Client, RestConfig: env.Config,
-		Controllers: p.DefaultOn, Addons: []string{controllers.AddonLBC},
+	lab, err := apptest.Start(env, sim.Config{
+		Profile: p, Nodes: worldNodes, Controllers: p.DefaultOn, Addons: []string{controllers.AddonLBC},
 	})
 	if err != nil {
 		return nil, err
 	}
-	w.manager, w.dp, w.obs = lab.Manager, lab.Dataplane, lab.Observer
-	go func() { _ = lab.Run(ctx) }()
-	if err := lab.WaitForSync(ctx); err != nil {
-		return nil, err
-	}
+	w := &world{cloud: lab.Cloud, manager: lab.Manager, dp: lab.Dataplane, obs: lab.Observer}
 	w.store, err = Open(filepath.Join(env.DataDir, "progress.db"))
 	if err != nil {
 		return nil, err
 	}
 	w.svc, err = New(Config{
-		Env:   Env{Client: env.Client, Cloud: c, Flow: w.obs, Controllers: w.manager, Dataplane: w.dp, Profile: p},
+		Env:   Env{Client: lab.Client, Cloud: lab.Cloud, Flow: w.obs, Controllers: w.manager, Dataplane: w.dp, Profile: p},
 		Store: w.store, Nodes: worldNodes, SettleTimeout: 90 * time.Second,
 	})
 	return w, err

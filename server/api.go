@@ -17,6 +17,7 @@ import (
 	"github.com/ccmlab/ccmlab/lab/flow"
 	"github.com/ccmlab/ccmlab/lab/profile"
 	"github.com/ccmlab/ccmlab/server/hub"
+	"github.com/ccmlab/ccmlab/server/stream"
 )
 
 // Lab is what the API acts on. It is set once the lab has started.
@@ -139,50 +140,24 @@ func decode(c echo.Context, dst any) error {
 
 // --- state ---
 
-type stateResponse struct {
-	Epoch       string          `json:"epoch"`
-	Seq         uint64          `json:"seq"`
-	Profile     profileView     `json:"profile"`
-	Controllers map[string]bool `json:"controllers"`
-	Cloud       cloudView       `json:"cloud"`
-	flow.Snapshot
-}
-
-type profileView struct {
-	Name        string   `json:"name"`
-	Controllers []string `json:"controllers"`
-	IngressIP   bool     `json:"ingressIP"`
-	Description string   `json:"description"`
-}
-
-type cloudView struct {
-	cloud.State
-	Faults    cloud.Faults   `json:"faults"`
-	StepMode  bool           `json:"stepMode"`
-	Waiting   []cloud.Call   `json:"waiting"`
-	Calls     []cloud.Call   `json:"calls"`
-	Listeners []ListenerInfo `json:"listeners"`
-	Region    string         `json:"region"`
-}
-
 // recentCalls is how much of the call log a snapshot carries; the rest is
 // at /api/cloud/calls.
 const recentCalls = 200
 
 // State builds the snapshot that /api/state returns and every new websocket
 // client starts from.
-func (s *Server) State(l *Lab) stateResponse {
+func (s *Server) State(l *Lab) stream.Snapshot {
 	calls := l.Cloud.Calls(0)
 	if len(calls) > recentCalls {
 		calls = calls[len(calls)-recentCalls:]
 	}
-	st := stateResponse{
+	st := stream.Snapshot{
 		Epoch:       l.Epoch,
-		Profile:     profileView{Name: l.Profile.Name, Controllers: l.Profile.Controllers, IngressIP: l.Profile.IngressIP, Description: l.Profile.Description},
+		Profile:     stream.Profile{Name: l.Profile.Name, Controllers: l.Profile.Controllers, IngressIP: l.Profile.IngressIP, Description: l.Profile.Description},
 		Controllers: l.Controllers.Status(),
-		Cloud: cloudView{
-			State: l.Cloud.Snapshot(), Faults: l.Cloud.Faults(), StepMode: l.Cloud.StepMode(),
-			Waiting: nonNil(l.Cloud.Waiting()), Calls: nonNil(calls), Listeners: []ListenerInfo{},
+		Cloud: stream.CloudState{
+			State: l.Cloud.Snapshot(), Faults: stream.Faults(l.Cloud.Faults()), StepMode: l.Cloud.StepMode(),
+			Waiting: nonNil(l.Cloud.Waiting()), Calls: nonNil(calls), Listeners: stream.Listeners{},
 			Region: l.Cloud.Config().Region,
 		},
 		Snapshot: l.Flow.Snapshot(),

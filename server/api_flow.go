@@ -5,14 +5,9 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
-)
 
-// ListenerInfo is a load balancer's real loopback listener.
-type ListenerInfo struct {
-	LB      string `json:"lb"`
-	Port    int32  `json:"port"`
-	Address string `json:"address"`
-}
+	"github.com/ccmlab/ccmlab/server/stream"
+)
 
 // RequestSpec says where to send a request through the data plane.
 type RequestSpec struct {
@@ -26,7 +21,7 @@ type RequestSpec struct {
 
 // Requester is the data plane as the server sees it.
 type Requester interface {
-	Listeners() []ListenerInfo
+	Listeners() stream.Listeners
 	// Send routes one request and returns its trace. An error means the
 	// request could not be sent at all (bad input), not that it failed.
 	Send(ctx context.Context, r RequestSpec) (any, error)

@@ -1,7 +1,7 @@
 // Package web is the lab's page: one templ-rendered HTML document plus small
 // hand-written ES modules and one stylesheet, all embedded in the binary.
 //
-// The page is a view of the websocket stream (server/hub/PROTOCOL.md): the
+// The page is a view of the websocket stream (docs/protocol.md): the
 // JS keeps one store, replaces it on every `snapshot` and applies every
 // other message, and redraws only the regions a message touched, at most
 // once per animation frame. Actions go to the REST API with same-origin

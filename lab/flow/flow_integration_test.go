@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/ccmlab/ccmlab/app/apptest"
+	"github.com/ccmlab/ccmlab/app/sim"
 	"github.com/ccmlab/ccmlab/controllers"
 	"github.com/ccmlab/ccmlab/internal/testutil"
 	"github.com/ccmlab/ccmlab/lab/cloud"
@@ -25,14 +27,13 @@ import (
 	"github.com/ccmlab/ccmlab/lab/dataplane"
 	"github.com/ccmlab/ccmlab/lab/flow"
 	"github.com/ccmlab/ccmlab/lab/profile"
-	labworld "github.com/ccmlab/ccmlab/lab/world"
 )
 
 var env *cptest.Env
 
 func TestMain(m *testing.M) { cptest.Main(m, &env) }
 
-// world is one lab without the HTTP side (a lab/world plus the history of
+// world is one lab without the HTTP side (app/apptest's plus the history of
 // steps the Observer reported).
 type world struct {
 	cloud   *cloud.Cloud
@@ -70,18 +71,8 @@ func theWorld(t *testing.T) *world {
 	if shared != nil {
 		return shared
 	}
-	ctx := env.Ctx
-	c, err := cloud.New(cloud.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 2; i++ {
-		if _, err := c.RunInstance(ctx, cloud.RunInstanceInput{}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	p, _ := profile.Get("aws")
-	w := &world{cloud: c, history: map[string][]int{}}
+	w := &world{history: map[string][]int{}}
 	// The Service controller starts once the first nodes have joined: see
 	// serviceControllerOffUnderRace.
 	var first []string
@@ -90,18 +81,12 @@ func theWorld(t *testing.T) *world {
 			first = append(first, name)
 		}
 	}
-	lab, err := labworld.New(labworld.Config{
-		Cloud: c, Profile: p, Client: env.Client, RestConfig: env.Config,
-		Controllers: first, OnChange: w.record,
-	})
+	lab, err := apptest.Start(env, sim.Config{Profile: p, Nodes: 2, Controllers: first, OnChange: w.record})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.manager, w.dp, w.obs = lab.Manager, lab.Dataplane, lab.Observer
-	go func() { _ = lab.Run(ctx) }()
-	if err := lab.WaitForSync(ctx); err != nil {
-		t.Fatal(err)
-	}
+	c := lab.Cloud
+	w.cloud, w.manager, w.dp, w.obs = c, lab.Manager, lab.Dataplane, lab.Observer
 	for _, inst := range c.Snapshot().Instances {
 		waitFor(t, inst.PrivateDNSName+" initialized", func() bool {
 			f, _ := w.obs.NodeFlow(inst.PrivateDNSName)

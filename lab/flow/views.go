@@ -120,20 +120,29 @@ func NewPodView(p *corev1.Pod) PodView {
 // ServiceView is what the page shows of a Service: the columns of
 // `kubectl get svc`, plus what the flow needs.
 type ServiceView struct {
-	Namespace             string    `json:"namespace"`
-	Name                  string    `json:"name"`
-	UID                   string    `json:"uid"`
-	Type                  string    `json:"type"`
-	ClusterIP             string    `json:"clusterIP"`
-	ExternalIP            string    `json:"externalIP"` // "<pending>" exactly as kubectl prints it
-	Ports                 string    `json:"ports"`      // "80:31234/TCP"
-	LoadBalancerClass     string    `json:"loadBalancerClass,omitempty"`
-	ExternalTrafficPolicy string    `json:"externalTrafficPolicy,omitempty"`
-	HealthCheckNodePort   int32     `json:"healthCheckNodePort,omitempty"`
-	Finalizers            []string  `json:"finalizers"`
-	Ingress               []string  `json:"ingress"`
-	Created               time.Time `json:"created"`
-	Deleting              bool      `json:"deleting,omitempty"`
+	Namespace             string        `json:"namespace"`
+	Name                  string        `json:"name"`
+	UID                   string        `json:"uid"`
+	Type                  string        `json:"type"`
+	ClusterIP             string        `json:"clusterIP"`
+	ExternalIP            string        `json:"externalIP"` // "<pending>" exactly as kubectl prints it
+	Ports                 string        `json:"ports"`      // "80:31234/TCP", for the page
+	PortSpecs             []ServicePort `json:"portSpecs"`  // the same, for code
+	LoadBalancerClass     string        `json:"loadBalancerClass,omitempty"`
+	ExternalTrafficPolicy string        `json:"externalTrafficPolicy,omitempty"`
+	HealthCheckNodePort   int32         `json:"healthCheckNodePort,omitempty"`
+	Finalizers            []string      `json:"finalizers"`
+	Ingress               []string      `json:"ingress"`
+	Created               time.Time     `json:"created"`
+	Deleting              bool          `json:"deleting,omitempty"`
+}
+
+// ServicePort is one port of a Service.
+type ServicePort struct {
+	Name     string `json:"name,omitempty"`
+	Protocol string `json:"protocol"`
+	Port     int32  `json:"port"`
+	NodePort int32  `json:"nodePort,omitempty"` // 0: none allocated
 }
 
 // Key is namespace/name.
@@ -143,7 +152,7 @@ func (s ServiceView) Key() string { return s.Namespace + "/" + s.Name }
 func NewServiceView(s *corev1.Service) ServiceView {
 	v := ServiceView{
 		Namespace: s.Namespace, Name: s.Name, UID: string(s.UID), Type: string(s.Spec.Type),
-		ClusterIP: s.Spec.ClusterIP, Finalizers: append([]string{}, s.Finalizers...), Ingress: []string{},
+		ClusterIP: s.Spec.ClusterIP, Finalizers: append([]string{}, s.Finalizers...), Ingress: []string{}, PortSpecs: []ServicePort{},
 		Created: s.CreationTimestamp.Time, Deleting: s.DeletionTimestamp != nil,
 		HealthCheckNodePort: s.Spec.HealthCheckNodePort,
 	}
@@ -163,6 +172,7 @@ func NewServiceView(s *corev1.Service) ServiceView {
 	v.ExternalIP = externalIP(s, v.Ingress)
 	var ports []string
 	for _, p := range s.Spec.Ports {
+		v.PortSpecs = append(v.PortSpecs, ServicePort{Name: p.Name, Protocol: string(p.Protocol), Port: p.Port, NodePort: p.NodePort})
 		if p.NodePort != 0 {
 			ports = append(ports, fmt.Sprintf("%d:%d/%s", p.Port, p.NodePort, p.Protocol))
 		} else {

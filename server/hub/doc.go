@@ -21,5 +21,5 @@
 // [Hub.Close] sends every browser a final "bye" message and closes with
 // 1001 (going away).
 //
-// PROTOCOL.md in this directory is the wire contract for browser code.
+// docs/protocol.md is the wire contract for browser code.
 package hub

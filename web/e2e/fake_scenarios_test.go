@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/ccmlab/ccmlab/server/stream"
 )
 
 func openFake(t testing.TB, f *fakeLab, query string) *browser {
@@ -89,7 +91,7 @@ func TestReconnect(t *testing.T) {
 	b.waitFor(t, "three nodes", `document.querySelectorAll('[data-testid="nodes"] tr').length === 3`, 10*time.Second)
 
 	// A slow-client kick first.
-	f.publish("controllers", map[string]bool{"node": true, "nodelifecycle": true, "route": true, "service": false})
+	f.publish(stream.Controllers{"node": true, "nodelifecycle": true, "route": true, "service": false})
 	b.waitFor(t, "the Service controller off", q("ctrl-switch-service")+`.getAttribute("aria-checked") === "false"`, 10*time.Second)
 	f.kick()
 	deadline := time.Now().Add(10 * time.Second)
@@ -113,7 +115,7 @@ func TestReconnect(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	b.waitFor(t, "live again", q("conn-status")+`.dataset.state === "live"`, 10*time.Second)
-	f.publish("controllers", map[string]bool{"node": true, "nodelifecycle": true, "route": true, "service": true})
+	f.publish(stream.Controllers{"node": true, "nodelifecycle": true, "route": true, "service": true})
 	b.waitFor(t, "the message after the resume applied", q("ctrl-switch-service")+`.getAttribute("aria-checked") === "true"`, 10*time.Second)
 
 	// Now a restart, with a different world behind it.

@@ -16,12 +16,13 @@ import (
 
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/flow"
+	"github.com/ccmlab/ccmlab/server/stream"
 	"github.com/ccmlab/ccmlab/web"
 )
 
 // fakeLab serves the real page with a scripted stream: a snapshot of any
 // size, bursts of changes, restarts and slow-client kicks, following
-// server/hub/PROTOCOL.md. It records the REST calls the page makes.
+// docs/protocol.md, with messages built from server/stream's types. It records the REST calls the page makes.
 type fakeLab struct {
 	t   testing.TB
 	srv *httptest.Server
@@ -80,19 +81,21 @@ func newFakeLab(t testing.TB, w *world) *fakeLab {
 	return f
 }
 
-func (f *fakeLab) snapshotData() any {
+func (f *fakeLab) snapshotData() stream.Snapshot {
 	w := f.world
-	return map[string]any{
-		"epoch": f.epoch, "seq": f.seq,
-		"profile":     map[string]any{"name": "aws", "controllers": []string{"node", "nodelifecycle", "route", "service"}, "ingressIP": false, "description": "fake"},
-		"controllers": w.ctrl,
-		"cloud": map[string]any{
-			"instances": w.insts, "loadBalancers": w.lbs, "routes": []cloud.Route{},
-			"faults": cloud.Faults{Deny: []string{}}, "stepMode": w.stepMode, "waiting": nonNil(w.waiting),
-			"calls": nonNil(w.calls), "listeners": []any{}, "region": "ap-northeast-1",
+	return stream.Snapshot{
+		Epoch: f.epoch, Seq: f.seq,
+		Profile:     stream.Profile{Name: "aws", Controllers: []string{"node", "nodelifecycle", "route", "service"}, Description: "fake"},
+		Controllers: w.ctrl,
+		Cloud: stream.CloudState{
+			State:  cloud.State{Instances: nonNil(w.insts), LoadBalancers: nonNil(w.lbs), Routes: []cloud.Route{}},
+			Faults: stream.Faults{Deny: []string{}}, StepMode: w.stepMode, Waiting: nonNil(w.waiting),
+			Calls: nonNil(w.calls), Listeners: stream.Listeners{}, Region: "ap-northeast-1",
 		},
-		"nodes": w.nodes, "pods": w.pods, "services": w.services, "events": []flow.EventView{},
-		"serviceFlows": w.sflows, "nodeFlows": w.nflows,
+		Snapshot: flow.Snapshot{
+			Nodes: nonNil(w.nodes), Pods: nonNil(w.pods), Services: nonNil(w.services), Events: []flow.EventView{},
+			ServiceFlows: nonNil(w.sflows), NodeFlows: nonNil(w.nflows),
+		},
 	}
 }
 
@@ -103,7 +106,7 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
-func envelope(seq uint64, typ string, data any) []byte {
+func envelope(seq uint64, typ string, data stream.Message) []byte {
 	b, err := json.Marshal(map[string]any{"seq": seq, "type": typ, "time": time.Now().UTC().Format(time.RFC3339Nano), "data": data})
 	if err != nil {
 		panic(err)
@@ -131,7 +134,7 @@ func (f *fakeLab) serveWS(w http.ResponseWriter, r *http.Request) {
 	// keeps no history, so anything else gets a snapshot.
 	q := r.URL.Query()
 	if !(q.Get("epoch") == f.epoch && q.Get("since") == fmt.Sprint(f.seq)) {
-		fc.send <- envelope(f.seq, "snapshot", f.snapshotData())
+		fc.send <- envelope(f.seq, stream.TypeSnapshot, f.snapshotData())
 	}
 	f.conns[fc] = true
 	f.mu.Unlock()
@@ -159,25 +162,25 @@ func (f *fakeLab) serveWS(w http.ResponseWriter, r *http.Request) {
 }
 
 // publish sends one message to every connected page.
-func (f *fakeLab) publish(typ string, data any) {
+func (f *fakeLab) publish(m stream.Message) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.seq++
-	b := envelope(f.seq, typ, data)
+	b := envelope(f.seq, m.Type(), m)
 	for c := range f.conns {
 		c.send <- b
 	}
 }
 
-func change(typ, op, key string, data any) flow.Change {
-	return flow.Change{Type: typ, Op: op, Key: key, Data: data}
+func upsert[T any](typ, key string, data T) stream.Change[T] {
+	return stream.Change[T]{Kind: typ, Op: stream.OpUpsert, Key: key, Data: &data}
 }
 
 // restart imitates ccmlab going down and coming back: a bye, close 1001,
 // a few hundred ms of 503s, then a new epoch whose seqs start again.
 func (f *fakeLab) restart(next *world, downFor time.Duration) {
 	f.mu.Lock()
-	bye := envelope(f.seq, "bye", map[string]string{"reason": "server shutting down"})
+	bye := envelope(f.seq, stream.TypeBye, stream.Bye{Reason: "server shutting down"})
 	for c := range f.conns {
 		c.send <- bye
 	}
@@ -237,7 +240,7 @@ func (f *fakeLab) serveAPI(w http.ResponseWriter, r *http.Request) {
 		}
 		f.mu.Unlock()
 		_ = json.NewEncoder(w).Encode(status)
-		f.publish("controllers", status)
+		f.publish(stream.Controllers(status))
 	case r.Method == http.MethodPost && r.URL.Path == "/api/cloud/stepmode/release":
 		if len(world.waiting) == 0 {
 			w.WriteHeader(http.StatusConflict)
@@ -332,27 +335,27 @@ func (f *fakeLab) burst(n int, marker string) {
 		case i == n-1:
 			s := w.services[len(w.services)-1]
 			s.ExternalIP = marker
-			f.publish("service", change("service", "upsert", s.Key(), s))
+			f.publish(upsert(stream.TypeService, s.Key(), s))
 		case i%5 == 0:
 			p := w.pods[i%len(w.pods)]
 			p.Phase, p.Ready = "Pending", false
-			f.publish("pod", change("pod", "upsert", p.Namespace+"/"+p.Name, p))
+			f.publish(upsert(stream.TypePod, p.Namespace+"/"+p.Name, p))
 		case i%5 == 1:
 			nd := w.nodes[i%len(w.nodes)]
 			nd.Ready = "False"
-			f.publish("node", change("node", "upsert", nd.Name, nd))
+			f.publish(upsert(stream.TypeNode, nd.Name, nd))
 		case i%5 == 2:
 			fl := w.sflows[i%len(w.sflows)]
 			fl.Steps = append([]flow.Step(nil), fl.Steps...)
 			fl.Steps[5].Status = flow.StepDone
 			fl.Step = 6
-			f.publish("serviceflow", change("serviceflow", "upsert", fl.Service, fl))
+			f.publish(upsert(stream.TypeServiceFlow, fl.Service, fl))
 		case i%5 == 3:
-			f.publish("call", cloud.Call{Seq: uint64(1000 + i), Time: time.Now(), Action: "RegisterTargets", Caller: "service-controller", Request: "fake", Result: "ok", State: cloud.CallDone})
+			f.publish(stream.Call{Seq: uint64(1000 + i), Time: time.Now(), Action: "RegisterTargets", Caller: "service-controller", Request: "fake", Result: "ok", State: cloud.CallDone})
 		default:
 			s := w.services[i%len(w.services)]
 			s.Ports = fmt.Sprintf("80:%d/TCP,443:%d/TCP", 30000+i, 31000+i)
-			f.publish("service", change("service", "upsert", s.Key(), s))
+			f.publish(upsert(stream.TypeService, s.Key(), s))
 		}
 	}
 }

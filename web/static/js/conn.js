@@ -1,4 +1,4 @@
-// The websocket client of server/hub/PROTOCOL.md: a snapshot first, then
+// The websocket client of docs/protocol.md: a snapshot first, then
 // one message per change; reconnects with backoff and resumes with
 // ?since=<lastSeq>&epoch=<epoch>, or starts fresh after a `bye`.
 

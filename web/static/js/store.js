@@ -1,5 +1,5 @@
 // The store: everything the page knows, built from a `snapshot` and kept
-// current by the messages after it (server/hub/PROTOCOL.md). Every message
+// current by the messages after it (docs/protocol.md). Every message
 // carries whole objects, so applying one twice is harmless.
 //
 // apply() only changes data and records which regions must be redrawn;

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -35,9 +35,9 @@ var (
 	_ cluster = (*attachedCluster)(nil)
 )
 
-// defaultAttachedClusterCIDR is kind's default Pod network, the cluster a
+// DefaultAttachedClusterCIDR is kind's default Pod network, the cluster a
 // student is most likely to attach to.
-const defaultAttachedClusterCIDR = "10.244.0.0/16"
+const DefaultAttachedClusterCIDR = "10.244.0.0/16"
 
 // attachedCluster is an existing cluster reached through a kubeconfig. The
 // lab adds its simulated nodes to it and runs the CCM against it; the
@@ -102,8 +102,8 @@ func (a *attachedCluster) KubeconfigPath() string   { return a.path }
 // them, as with the embedded control plane.
 func (a *attachedCluster) Stop() error { return nil }
 
-// validateClusterCIDR checks --cluster-cidr.
-func validateClusterCIDR(v string) error {
+// ValidateClusterCIDR checks --cluster-cidr.
+func ValidateClusterCIDR(v string) error {
 	ip, n, err := net.ParseCIDR(v)
 	if err != nil {
 		return fmt.Errorf("--cluster-cidr %q: %w", v, err)

@@ -1,0 +1,415 @@
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/ccmlab/ccmlab/app/sim"
+	"github.com/ccmlab/ccmlab/controllers"
+	"github.com/ccmlab/ccmlab/exercises"
+	"github.com/ccmlab/ccmlab/lab/cloud"
+	"github.com/ccmlab/ccmlab/lab/controlplane"
+	"github.com/ccmlab/ccmlab/lab/dataplane"
+	"github.com/ccmlab/ccmlab/lab/flow"
+	"github.com/ccmlab/ccmlab/lab/profile"
+	"github.com/ccmlab/ccmlab/server"
+	"github.com/ccmlab/ccmlab/server/hub"
+	"github.com/ccmlab/ccmlab/server/stream"
+	"github.com/ccmlab/ccmlab/web"
+)
+
+// Config is everything the lab is built from. DataDir and Profile are
+// required; the rest has defaults.
+type Config struct {
+	// DataDir holds etcd, the PKI, the kubeconfig, the cloud's state and
+	// the exercise progress; it is created if missing and locked while the
+	// lab runs.
+	DataDir string
+	Profile profile.Profile
+	// Controllers on at start, as profile.ParseControllers returns them.
+	Controllers []string
+	Addons      []string
+	// Nodes is how many instances the cloud launches on first start.
+	Nodes        int
+	CloudLatency time.Duration
+	// Verbosity of the Kubernetes components' logs (0: quiet).
+	Verbosity int
+	// Token, when set, is required on every HTTP request.
+	Token string
+
+	// Kubeconfig, when set, attaches to that existing cluster instead of
+	// embedding a control plane; ClusterCIDR is its Pod network (default
+	// DefaultAttachedClusterCIDR).
+	Kubeconfig  string
+	ClusterCIDR string
+	// BareAPIServer starts etcd and kube-apiserver only: the cold-start
+	// benchmark's baseline.
+	BareAPIServer bool
+
+	Logger *slog.Logger
+	// Progress hears each stage as it becomes ready (optional).
+	Progress func(stage string, elapsed time.Duration)
+	// Say hears the few lines a student should read besides the stages:
+	// which cluster was attached, and that the lab stops (optional).
+	Say func(line string)
+	// OnReady is called once the lab is ready, with the kubeconfig path
+	// (optional).
+	OnReady func(kubeconfig string)
+}
+
+func (c *Config) setDefaults() {
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Progress == nil {
+		c.Progress = func(string, time.Duration) {}
+	}
+	if c.Say == nil {
+		c.Say = func(string) {}
+	}
+	if c.OnReady == nil {
+		c.OnReady = func(string) {}
+	}
+	if c.Kubeconfig != "" && c.ClusterCIDR == "" {
+		c.ClusterCIDR = DefaultAttachedClusterCIDR
+	}
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.DataDir == "":
+		return errors.New("app: DataDir is required")
+	case c.Profile.Name == "":
+		return errors.New("app: Profile is required")
+	case c.Nodes < 0 || c.Nodes > 1000:
+		return fmt.Errorf("app: Nodes %d must be between 0 and 1000", c.Nodes)
+	case c.CloudLatency < 0 || c.CloudLatency > time.Minute:
+		return fmt.Errorf("app: CloudLatency %s must be between 0 and 1m", c.CloudLatency)
+	case c.Verbosity < 0:
+		return errors.New("app: Verbosity must not be negative")
+	case c.Kubeconfig == "" && c.ClusterCIDR != "":
+		return errors.New("app: ClusterCIDR only applies with Kubeconfig (the embedded control plane chooses its own)")
+	case c.Kubeconfig != "" && c.BareAPIServer:
+		return errors.New("app: BareAPIServer and Kubeconfig exclude each other")
+	}
+	if c.Kubeconfig != "" {
+		return ValidateClusterCIDR(c.ClusterCIDR)
+	}
+	return nil
+}
+
+// App is a lab that has been checked and holds its data dir, but runs
+// nothing until Run. Its Handler answers /healthz with 503 and the API
+// with "the lab is starting" until the lab is ready.
+type App struct {
+	cfg      Config
+	dataDir  string
+	unlock   func()
+	attached *attachedCluster
+	srv      *server.Server
+}
+
+// New checks cfg, reaches the attached cluster if there is one, and then
+// locks the data dir: a bad --kubeconfig leaves the data dir as it was.
+// Close releases the lock.
+func New(ctx context.Context, cfg Config) (*App, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	a := &App{cfg: cfg}
+	if cfg.Kubeconfig != "" {
+		var err error
+		if a.attached, err = attach(ctx, cfg.Kubeconfig, cfg.ClusterCIDR); err != nil {
+			return nil, err
+		}
+	}
+	assets, err := web.Handler(web.Config{})
+	if err != nil {
+		return nil, err
+	}
+	if a.srv, err = server.New(server.Config{Logger: cfg.Logger, Token: cfg.Token, Assets: assets}); err != nil {
+		return nil, err
+	}
+	if a.dataDir, a.unlock, err = lockDataDir(cfg.DataDir); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// DataDir is the absolute data dir.
+func (a *App) DataDir() string { return a.dataDir }
+
+// Handler serves the page, the API and the stream.
+func (a *App) Handler() http.Handler { return a.srv }
+
+// Close releases the data dir; call it after Run has returned.
+func (a *App) Close() {
+	if a.unlock != nil {
+		a.unlock()
+		a.unlock = nil
+	}
+}
+
+// lab is what Run builds, kept together for shutdown.
+type lab struct {
+	sim   *sim.Sim
+	hub   *hub.Hub
+	store *exercises.Store
+}
+
+// Run starts the cluster and the lab, reports ready, and runs every part
+// under one errgroup until ctx ends (nil) or a part fails (its error).
+// Whatever it started it stops before returning: the hub says goodbye
+// first, so pages show "reconnecting" rather than an error, then the lab's
+// parts stop, the cloud saves its state, and the control plane stops.
+func (a *App) Run(ctx context.Context) (err error) {
+	begin := time.Now()
+	cl, err := a.startCluster(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		a.cfg.Say("ccmlab stopping")
+		if err := cl.Stop(); err != nil {
+			a.cfg.Logger.Error("stopping the control plane", "err", err)
+		}
+	}()
+
+	// The parts live until shutdown is decided here, not until ctx ends,
+	// so the hub's goodbye goes out while they still run.
+	runCtx, cancelRun := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRun()
+	g, gctx := errgroup.WithContext(runCtx)
+	l := &lab{}
+	defer func() {
+		a.srv.SetReady(false)
+		if l.hub != nil {
+			byeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+			_ = l.hub.Close(byeCtx)
+			cancel()
+		}
+		cancelRun()
+		// A part that failed is the cause of whatever else went wrong.
+		if werr := g.Wait(); werr != nil {
+			err = werr
+		}
+		if l.store != nil {
+			_ = l.store.Close()
+		}
+		if l.sim != nil {
+			_ = l.sim.Close()
+		}
+	}()
+
+	// Starting up ends early when the user interrupts or a part fails.
+	startCtx, cancelStart := context.WithCancel(ctx)
+	defer cancelStart()
+	defer context.AfterFunc(gctx, cancelStart)()
+	if err := a.build(startCtx, gctx, g, cl, l, begin); err != nil {
+		return err
+	}
+	a.waitNodesInitialized(startCtx, l, begin)
+	if startCtx.Err() == nil {
+		a.srv.SetReady(true)
+		a.cfg.Progress("lab", time.Since(begin))
+		a.cfg.OnReady(cl.KubeconfigPath())
+	}
+	select {
+	case <-ctx.Done():
+	case <-gctx.Done():
+	}
+	return nil // a part's failure comes from g.Wait in the deferred stop
+}
+
+// startCluster starts the embedded control plane or prepares the attached
+// cluster.
+func (a *App) startCluster(ctx context.Context) (cluster, error) {
+	if a.attached != nil {
+		controlplane.QuietKlog(a.cfg.Verbosity)
+		if err := a.attached.writeKubeconfig(a.dataDir); err != nil {
+			return nil, err
+		}
+		a.cfg.Say(fmt.Sprintf("  attached to %s (cluster CIDR %s)", a.attached.restConfig.Host, a.attached.clusterCIDR))
+		return a.attached, nil
+	}
+	return controlplane.Start(ctx, controlplane.Config{
+		DataDir:       a.dataDir,
+		Verbosity:     a.cfg.Verbosity,
+		Progress:      a.cfg.Progress,
+		APIServerOnly: a.cfg.BareAPIServer,
+	})
+}
+
+// build assembles the lab in the order data flows — cloud, kubelets, CCM,
+// data plane, observer, hub — starts its parts in g (whose context is
+// gctx) and waits, within ctx, for their caches; then it adds the
+// exercises and hands the whole to the server.
+func (a *App) build(ctx, gctx context.Context, g *errgroup.Group, cl cluster, l *lab, begin time.Time) error {
+	epoch := newEpoch()
+	var api *server.Lab
+	var err error
+	l.hub, err = hub.New(hub.Config{
+		Epoch:  epoch,
+		Logger: a.cfg.Logger.With("component", "hub"),
+		Snapshot: func(context.Context) (any, error) {
+			return a.srv.State(api), nil
+		},
+	})
+	if err != nil {
+		return err
+	}
+	pub := publisher{hub: l.hub, logger: a.cfg.Logger}
+	l.sim, err = sim.New(ctx, sim.Config{
+		Profile: a.cfg.Profile, RestConfig: cl.RestConfig(), ClusterCIDR: cl.ClusterCIDR(),
+		CloudStatePath: filepath.Join(a.dataDir, "cloud.json"), Nodes: a.cfg.Nodes, CloudLatency: a.cfg.CloudLatency,
+		Controllers: a.cfg.Controllers, Addons: a.cfg.Addons,
+		// A node's addresses are refreshed once a minute rather than every
+		// 5s, so the call log students read is not a wall of
+		// DescribeInstances (upstream refreshes every 5m).
+		Tuning:   controllers.Tuning{NodeStatusUpdateFrequency: time.Minute},
+		OnChange: pub.flowChange,
+		OnTrace:  func(t dataplane.Trace) { pub.publish(stream.Trace(t)) },
+		OnSwitch: func(status map[string]bool) { pub.publish(stream.Controllers(status)) },
+		Logger:   a.cfg.Logger,
+	})
+	if err != nil {
+		return err
+	}
+	s := l.sim
+	s.Go(gctx, g)
+	sim.Go(gctx, g, "cloud stream", func(ctx context.Context) error { return streamCloud(ctx, s.Cloud, s.Dataplane, pub) })
+
+	syncCtx, cancelSync := context.WithTimeout(ctx, time.Minute)
+	defer cancelSync()
+	if err := s.WaitForSync(syncCtx); err != nil {
+		return err
+	}
+	if l.store, err = exercises.Open(filepath.Join(a.dataDir, "progress.db")); err != nil {
+		return err
+	}
+	ex, err := exercises.New(exercises.Config{
+		Env:   exercises.Env{Client: s.Client, Cloud: s.Cloud, Flow: s.Observer, Controllers: s.Manager, Dataplane: s.Dataplane, Profile: a.cfg.Profile},
+		Store: l.store, Nodes: a.cfg.Nodes, Logger: a.cfg.Logger.With("component", "exercises"),
+	})
+	if err != nil {
+		return err
+	}
+	console, err := exercises.NewConsole(exercises.ConsoleConfig{DataDir: a.dataDir})
+	if err != nil {
+		return err
+	}
+	api = &server.Lab{
+		Profile: a.cfg.Profile, Cloud: s.Cloud, Controllers: s.Manager, Flow: s.Observer, Hub: l.hub,
+		Requests: requester{dp: s.Dataplane, flow: s.Observer}, Epoch: epoch,
+		Exercises: ex, Console: console,
+	}
+	a.srv.SetLab(api)
+	a.cfg.Progress("cloud, kubelets, ccm", time.Since(begin))
+	return nil
+}
+
+func newEpoch() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// publisher puts typed messages into the hub.
+type publisher struct {
+	hub    *hub.Hub
+	logger *slog.Logger
+}
+
+func (p publisher) publish(m stream.Message) {
+	if _, err := p.hub.Publish(m.Type(), m); err != nil && !errors.Is(err, hub.ErrClosed) {
+		p.logger.Warn("publishing", "type", m.Type(), "err", err)
+	}
+}
+
+func (p publisher) flowChange(c flow.Change) {
+	m, err := stream.FromFlow(c)
+	if err != nil {
+		p.logger.Error("publishing", "err", err)
+		return
+	}
+	p.publish(m)
+}
+
+// waitNodesInitialized holds the ready line until every node has joined and,
+// when the Node controller runs, lost its uninitialized taint: "ready" means
+// a student can schedule Pods. Without a Node controller nodes stay tainted
+// by design, so only joining is awaited.
+func (a *App) waitNodesInitialized(ctx context.Context, l *lab, begin time.Time) {
+	nodeCtrl := slices.Contains(a.cfg.Controllers, profile.Node)
+	deadline := time.After(90 * time.Second)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		running := 0
+		for _, inst := range l.sim.Cloud.Snapshot().Instances {
+			if inst.State == cloud.InstanceRunning {
+				running++
+			}
+		}
+		done := 0
+		for _, n := range l.sim.Observer.Snapshot().Nodes {
+			if n.Ready == "True" && (!nodeCtrl || (n.ProviderID != "" && !n.Tainted())) {
+				done++
+			}
+		}
+		if done >= running {
+			stage := "nodes joined"
+			if nodeCtrl {
+				stage = "nodes initialized"
+			}
+			a.cfg.Progress(fmt.Sprintf("%s (%d)", stage, done), time.Since(begin))
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-deadline:
+			a.cfg.Progress(fmt.Sprintf("nodes: only %d of %d ready, going on", done, running), time.Since(begin))
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// lockDataDir makes sure the data dir exists and is writable, and locks
+// it so that a second ccmlab on the same dir fails with a clear message
+// instead of two etcds fighting over one database.
+func lockDataDir(dir string) (string, func(), error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", nil, fmt.Errorf("--data-dir %s: %w", dir, err)
+	}
+	if err := os.MkdirAll(abs, 0o700); err != nil {
+		return "", nil, fmt.Errorf("--data-dir %s is not usable: %w", abs, errors.Unwrap(err))
+	}
+	lock, err := os.OpenFile(filepath.Join(abs, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return "", nil, fmt.Errorf("--data-dir %s is not writable: %w", abs, errors.Unwrap(err))
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		lock.Close()
+		return "", nil, fmt.Errorf("--data-dir %s is in use by another ccmlab", abs)
+	}
+	return abs, func() {
+		_ = syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+		lock.Close()
+	}, nil
+}

@@ -1,0 +1,60 @@
+// Package apptest builds the lab's simulated side for integration tests,
+// the way package app builds it for the binary: app/sim against the test
+// control plane of lab/controlplane/cptest, run under one errgroup.
+package apptest
+
+import (
+	"cmp"
+	"fmt"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/ccmlab/ccmlab/app/sim"
+	"github.com/ccmlab/ccmlab/lab/controlplane/cptest"
+	"github.com/ccmlab/ccmlab/lab/profile"
+)
+
+// Start builds a simulation against env's control plane from cfg (Profile
+// defaults to aws, RestConfig to env's), runs it until env.Ctx ends, and
+// returns once its caches are synced. A part that fails later ends the
+// whole simulation, as in the binary; Failed reports it.
+func Start(env *cptest.Env, cfg sim.Config) (*Lab, error) {
+	if cfg.Profile.Name == "" {
+		cfg.Profile, _ = profile.Get("aws")
+	}
+	cfg.RestConfig = cmp.Or(cfg.RestConfig, env.Config)
+	s, err := sim.New(env.Ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	g, gctx := errgroup.WithContext(env.Ctx)
+	s.Go(gctx, g)
+	l := &Lab{Sim: s, done: make(chan struct{})}
+	go func() {
+		l.err = g.Wait()
+		close(l.done)
+	}()
+	if err := s.WaitForSync(gctx); err != nil {
+		return nil, fmt.Errorf("apptest: waiting for caches: %w", err)
+	}
+	return l, nil
+}
+
+// Lab is a running simulation.
+type Lab struct {
+	*sim.Sim
+	done chan struct{}
+	err  error
+}
+
+// Failed returns the error of the part that ended the simulation, or nil
+// while it runs (or after it stopped because its context ended).
+func (l *Lab) Failed() error {
+	select {
+	case <-l.done:
+		return l.err
+	default:
+		return nil
+	}
+}
+

@@ -1,0 +1,248 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/ccmlab/ccmlab/controllers"
+	"github.com/ccmlab/ccmlab/lab/cloud"
+	"github.com/ccmlab/ccmlab/lab/dataplane"
+	"github.com/ccmlab/ccmlab/lab/flow"
+	"github.com/ccmlab/ccmlab/lab/kubelet"
+	"github.com/ccmlab/ccmlab/lab/profile"
+)
+
+// Config says what the simulation runs against. Profile and RestConfig
+// are required.
+type Config struct {
+	Profile profile.Profile
+	// RestConfig reaches the cluster. Every part builds its client from it;
+	// each CCM controller instance builds its own.
+	RestConfig *rest.Config
+	// ClusterCIDR is the Pod network the Route controller owns.
+	ClusterCIDR string
+
+	// CloudStatePath is where the cloud keeps its state across restarts
+	// ("" keeps it in memory only).
+	CloudStatePath string
+	// Nodes is how many instances are launched when the cloud has none
+	// (first start); a restored cloud keeps the ones it had.
+	Nodes int
+	// CloudLatency delays every cloud call (slow-motion demos).
+	CloudLatency time.Duration
+
+	// Controllers enabled at start, as profile.ParseControllers returns
+	// them (nil: none), and add-ons, as in controllers.Config.
+	Controllers []string
+	Addons      []string
+	Tuning      controllers.Tuning
+
+	// OnChange receives every flow change (optional). It is called under
+	// the observer's lock and must not block.
+	OnChange func(flow.Change)
+	// OnTrace receives every data-plane trace after the observer has seen
+	// it (optional).
+	OnTrace func(dataplane.Trace)
+	// OnSwitch receives the controllers' status after every switch, once
+	// the observer has re-derived the flows (optional).
+	OnSwitch func(status map[string]bool)
+
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.RestConfig == nil:
+		return errors.New("sim: RestConfig is required")
+	case c.Profile.Name == "":
+		return errors.New("sim: Profile is required")
+	case c.Nodes < 0:
+		return errors.New("sim: Nodes must not be negative")
+	case c.CloudLatency < 0:
+		return errors.New("sim: CloudLatency must not be negative")
+	}
+	return nil
+}
+
+// Sim is the assembled simulation. Its parts are exported for the
+// composition root and tests to use directly; Go runs them all.
+type Sim struct {
+	Cloud *cloud.Cloud
+	// Client serves the data plane, the observer and whoever assembles
+	// more on top (exercises).
+	Client    kubernetes.Interface
+	Kubelets  *kubelet.Manager
+	Manager   *controllers.Manager
+	Dataplane *dataplane.Dataplane
+	Observer  *flow.Observer
+
+	cfg Config
+}
+
+// New builds the simulation: it opens (or restores) the cloud and launches
+// the first instances; nothing else runs until Go. On error the cloud is
+// closed again.
+func New(ctx context.Context, cfg Config) (_ *Sim, err error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	ingress := cloud.IngressHostname
+	if cfg.Profile.IngressIP {
+		ingress = cloud.IngressIP
+	}
+	c, err := cloud.New(cloud.Config{IngressMode: ingress, StatePath: cfg.CloudStatePath})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			_ = c.Close()
+		}
+	}()
+	if cfg.CloudLatency > 0 {
+		if err := c.SetFaults(cloud.Faults{Latency: cloud.Duration{Duration: cfg.CloudLatency}}); err != nil {
+			return nil, err
+		}
+	}
+	// Instances are launched on first start only: on a restart the cloud's
+	// saved state already has them.
+	if len(c.Snapshot().Instances) == 0 {
+		for i := range cfg.Nodes {
+			if _, err := c.RunInstance(cloud.WithCaller(ctx, "ccmlab"), cloud.RunInstanceInput{}); err != nil {
+				return nil, fmt.Errorf("launching instance %d: %w", i+1, err)
+			}
+		}
+	}
+
+	s := &Sim{Cloud: c, cfg: cfg}
+	if s.Client, err = kubernetes.NewForConfig(cfg.RestConfig); err != nil {
+		return nil, err
+	}
+	// The kubelets get a client without client-side rate limiting: 1,000
+	// nodes renewing Leases would otherwise queue behind the limit and go
+	// NotReady.
+	kubeletCfg := rest.CopyConfig(cfg.RestConfig)
+	kubeletCfg.QPS = -1
+	kubeletClient, err := kubernetes.NewForConfig(kubeletCfg)
+	if err != nil {
+		return nil, err
+	}
+	if s.Kubelets, err = kubelet.New(kubelet.Config{Client: kubeletClient, Cloud: c, Profile: cfg.Profile, Logger: cfg.Logger.With("component", "kubelet")}); err != nil {
+		return nil, err
+	}
+	if s.Manager, err = controllers.NewManager(controllers.Config{
+		RestConfig: cfg.RestConfig, Cloud: c, Profile: cfg.Profile, ClusterCIDR: cfg.ClusterCIDR,
+		Enabled: cfg.Controllers, Addons: cfg.Addons, Tuning: cfg.Tuning, Logger: cfg.Logger,
+	}); err != nil {
+		return nil, err
+	}
+	if s.Dataplane, err = dataplane.New(dataplane.Config{Client: s.Client, Cloud: c, Profile: cfg.Profile, Logger: cfg.Logger}); err != nil {
+		return nil, err
+	}
+	if s.Observer, err = flow.New(flow.Config{
+		Client: s.Client, Cloud: c, Controllers: s.Manager.Status,
+		OnChange: cfg.OnChange, Logger: cfg.Logger.With("component", "flow"),
+	}); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Go adds every part, and the wiring between them, to g; they run until
+// ctx (g's context) ends, and the first failure cancels it. A part that
+// returns because ctx ended is not a failure.
+func (s *Sim) Go(ctx context.Context, g *errgroup.Group) {
+	for _, p := range []struct {
+		name string
+		run  func(context.Context) error
+	}{
+		{"kubelets", s.Kubelets.Run},
+		{"cloud-controller-manager", s.Manager.Run},
+		{"dataplane", s.Dataplane.Run},
+		{"flow", s.Observer.Run},
+		{"controller switches", s.followSwitches},
+		{"traces", s.followTraces},
+	} {
+		Go(ctx, g, p.name, p.run)
+	}
+}
+
+// Go runs one named part in g, with the rule of Sim.Go: an error after ctx
+// ended is the part stopping, not failing.
+func Go(ctx context.Context, g *errgroup.Group, name string, run func(context.Context) error) {
+	g.Go(func() error {
+		if err := run(ctx); err != nil && ctx.Err() == nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		return nil
+	})
+}
+
+// followSwitches re-derives the flows when a controller is switched: what
+// is stuck, and why, depends on which controllers run.
+func (s *Sim) followSwitches(ctx context.Context) error {
+	ch, stop := s.Manager.Subscribe(64)
+	defer stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case _, ok := <-ch:
+			if !ok {
+				return nil
+			}
+			s.Observer.ControllersChanged()
+			if s.cfg.OnSwitch != nil {
+				s.cfg.OnSwitch(s.Manager.Status())
+			}
+		}
+	}
+}
+
+// followTraces hands every request trace to the observer: step 6.
+func (s *Sim) followTraces(ctx context.Context) error {
+	ch, stop := s.Dataplane.SubscribeTraces(256)
+	defer stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case t, ok := <-ch:
+			if !ok {
+				return nil
+			}
+			s.Observer.ObserveTrace(flow.TraceInfo{ID: t.ID, LB: t.LB, Service: t.Service, Status: t.Status, Time: t.Time})
+			if s.cfg.OnTrace != nil {
+				s.cfg.OnTrace(t)
+			}
+		}
+	}
+}
+
+// WaitForSync waits until the kubelets, the data plane and the observer
+// have their caches, so what they report reflects the cluster.
+func (s *Sim) WaitForSync(ctx context.Context) error {
+	for _, p := range []interface{ WaitForSync(context.Context) error }{s.Kubelets, s.Dataplane, s.Observer} {
+		if err := p.WaitForSync(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close saves the cloud's state; call it after the parts have stopped.
+func (s *Sim) Close() error { return s.Cloud.Close() }

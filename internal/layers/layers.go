@@ -1,0 +1,59 @@
+package layers
+
+import "strings"
+
+// Module is this module's path; the rules below are relative to it.
+const Module = "github.com/ccmlab/ccmlab"
+
+// Layers lists the module's packages from the bottom up: a package may
+// import packages of its own layer or of one listed before it. A pattern
+// is a package path relative to the module; "x/..." stands for x and every
+// package below it. When several patterns match a package, the longest
+// one places it.
+var Layers = [][]string{
+	{"internal/..."},
+	{"lab/profile"},
+	{"lab/cloud", "lab/controlplane"},
+	{"lab/kubelet", "lab/dataplane", "lab/controlplane/cptest"},
+	{"lab/flow"},
+	{"controllers/..."},
+	{"app/sim"},
+	{"exercises/..."},
+	{"server/stream", "server/hub", "web"},
+	{"server"},
+	{"app/..."},
+	{"cmd/..."},
+}
+
+// Forbidden lists imports that no package under a prefix may have, whatever
+// the layers say: they are the rules the layers exist for, kept readable.
+var Forbidden = map[string][]string{
+	"lab/...":      {"controllers/...", "server/...", "web/...", "exercises/...", "app/..."},
+	"internal/...": {"lab/...", "controllers/...", "server/...", "web/...", "exercises/...", "app/...", "cmd/..."},
+}
+
+// Match reports whether the module-relative package path rel matches
+// pattern, and how specific the match is (the pattern's length).
+func Match(pattern, rel string) (bool, int) {
+	if base, ok := strings.CutSuffix(pattern, "/..."); ok {
+		if rel == base || strings.HasPrefix(rel, base+"/") {
+			return true, len(pattern)
+		}
+		return false, 0
+	}
+	return rel == pattern, len(pattern)
+}
+
+// LayerOf returns the index in Layers of the layer rel belongs to, or -1
+// when no pattern matches it.
+func LayerOf(rel string) int {
+	best, bestLen := -1, -1
+	for i, layer := range Layers {
+		for _, p := range layer {
+			if ok, n := Match(p, rel); ok && n > bestLen {
+				best, bestLen = i, n
+			}
+		}
+	}
+	return best
+}

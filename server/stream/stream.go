@@ -1,0 +1,190 @@
+package stream
+
+import (
+	"github.com/ccmlab/ccmlab/lab/cloud"
+	"github.com/ccmlab/ccmlab/lab/dataplane"
+	"github.com/ccmlab/ccmlab/lab/flow"
+)
+
+// Message is the data of one stream message; Type is the envelope's
+// "type" it travels under.
+type Message interface {
+	Type() string
+}
+
+// The envelope types. Every change carries whole objects, never deltas, so
+// applying a message twice, or after a snapshot that already holds it, is
+// harmless.
+const (
+	TypeSnapshot    = "snapshot"
+	TypeBye         = "bye"
+	TypeNode        = "node"
+	TypePod         = "pod"
+	TypeService     = "service"
+	TypeEvent       = "event"
+	TypeServiceFlow = "serviceflow"
+	TypeNodeFlow    = "nodeflow"
+	TypeCall        = "call"
+	TypeCloud       = "cloud"
+	TypeFaults      = "faults"
+	TypeStepMode    = "stepmode"
+	TypeControllers = "controllers"
+	TypeListeners   = "listeners"
+	TypeTrace       = "trace"
+)
+
+// Types lists every envelope type, in the order docs/protocol.md gives
+// them.
+func Types() []string {
+	return []string{
+		TypeSnapshot, TypeBye, TypeNode, TypePod, TypeService, TypeEvent, TypeServiceFlow, TypeNodeFlow,
+		TypeCall, TypeCloud, TypeFaults, TypeStepMode, TypeControllers, TypeListeners, TypeTrace,
+	}
+}
+
+// Snapshot is the whole state: the first message of a fresh connection,
+// and what GET /api/state answers.
+type Snapshot struct {
+	// Epoch names the lab's run; a resuming client sends it back.
+	Epoch string `json:"epoch"`
+	// Seq is the last message published before the snapshot was taken.
+	Seq         uint64      `json:"seq"`
+	Profile     Profile     `json:"profile"`
+	Controllers Controllers `json:"controllers"`
+	Cloud       CloudState  `json:"cloud"`
+	flow.Snapshot
+}
+
+func (Snapshot) Type() string { return TypeSnapshot }
+
+// Profile is the cloud profile the lab runs.
+type Profile struct {
+	Name        string   `json:"name"`
+	Controllers []string `json:"controllers"`
+	IngressIP   bool     `json:"ingressIP"`
+	Description string   `json:"description"`
+}
+
+// CloudState is the cloud's part of the snapshot.
+type CloudState struct {
+	cloud.State
+	Faults    Faults       `json:"faults"`
+	StepMode  bool         `json:"stepMode"`
+	Waiting   []cloud.Call `json:"waiting"`
+	Calls     []cloud.Call `json:"calls"` // the most recent ones; the rest is at /api/cloud/calls
+	Listeners Listeners    `json:"listeners"`
+	Region    string       `json:"region"`
+}
+
+// Bye is the hub's last message before it shuts down.
+type Bye struct {
+	Reason string `json:"reason"`
+}
+
+func (Bye) Type() string { return TypeBye }
+
+// Op is what a change did to the object under its key.
+const (
+	OpUpsert = "upsert"
+	OpDelete = "delete"
+)
+
+// Change is a Kubernetes-side object (or a flow derived from them) that
+// appeared, changed or went away: one type per kind, so each message says
+// what its data is.
+type Change[T any] struct {
+	// Kind repeats the envelope's type.
+	Kind string `json:"type"`
+	Op   string `json:"op"`
+	Key  string `json:"key"`
+	// Data is the whole new object; absent on delete.
+	Data *T `json:"data,omitempty"`
+}
+
+func (c Change[T]) Type() string { return c.Kind }
+
+// The changes the flow observer reports, one per envelope type.
+type (
+	NodeChange        = Change[flow.NodeView]
+	PodChange         = Change[flow.PodView]
+	ServiceChange     = Change[flow.ServiceView]
+	EventChange       = Change[flow.EventView]
+	ServiceFlowChange = Change[flow.ServiceFlow]
+	NodeFlowChange    = Change[flow.NodeFlow]
+)
+
+// Call is one cloud API call, sent when it starts and again when it ends
+// (same seq: the later one replaces the earlier).
+type Call cloud.Call
+
+func (Call) Type() string { return TypeCall }
+
+// Cloud resources travel as type "cloud", told apart by Kind.
+const (
+	KindInstance     = "instance"
+	KindLoadBalancer = "loadbalancer"
+	KindRoutes       = "routes"
+)
+
+// InstanceChange is an instance launched, changed or gone.
+type InstanceChange struct {
+	Kind   string          `json:"kind"` // always "instance"
+	Op     string          `json:"op"`
+	ID     string          `json:"id"`
+	Object *cloud.Instance `json:"object,omitempty"` // absent on delete
+}
+
+func (InstanceChange) Type() string { return TypeCloud }
+
+// LoadBalancerChange is a load balancer created, changed or deleted.
+type LoadBalancerChange struct {
+	Kind   string              `json:"kind"` // always "loadbalancer"
+	Op     string              `json:"op"`
+	ID     string              `json:"id"` // the load balancer's name
+	Object *cloud.LoadBalancer `json:"object,omitempty"`
+}
+
+func (LoadBalancerChange) Type() string { return TypeCloud }
+
+// RoutesChange is the whole route table after any change to it.
+type RoutesChange struct {
+	Kind   string        `json:"kind"` // always "routes"
+	Routes []cloud.Route `json:"routes"`
+}
+
+func (RoutesChange) Type() string { return TypeCloud }
+
+// Faults is what the instructor injected into the cloud.
+type Faults cloud.Faults
+
+func (Faults) Type() string { return TypeFaults }
+
+// StepMode says whether cloud calls are held, and which wait.
+type StepMode struct {
+	Enabled bool         `json:"enabled"`
+	Waiting []cloud.Call `json:"waiting"`
+}
+
+func (StepMode) Type() string { return TypeStepMode }
+
+// Controllers maps each CCM controller of the profile to whether it runs.
+type Controllers map[string]bool
+
+func (Controllers) Type() string { return TypeControllers }
+
+// Listener is a load balancer's real listener on loopback.
+type Listener struct {
+	LB      string `json:"lb"`
+	Port    int32  `json:"port"`
+	Address string `json:"address"`
+}
+
+// Listeners is the whole set of listeners after it changed.
+type Listeners []Listener
+
+func (Listeners) Type() string { return TypeListeners }
+
+// Trace is one request's path through the data plane.
+type Trace dataplane.Trace
+
+func (Trace) Type() string { return TypeTrace }
