@@ -111,20 +111,25 @@ func (b *localBackend) sweepIdle() {
 	if b.cfg.IdleStop <= 0 {
 		return
 	}
+	for _, l := range b.idle() {
+		b.log.Info("stopping an idle lab", "student", l.name, "idle", b.cfg.IdleStop)
+		b.stop(l)
+	}
+}
+
+// idle lists the labs to stop for idleness.
+func (b *localBackend) idle() []*localLab {
 	now := b.clock.Now()
 	var idle []*localLab
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	for _, s := range b.order {
 		l := b.labs[s]
 		if l.visited && l.active == 0 && (l.state == stateReady || l.state == stateStarting) && now.Sub(l.lastVisit) >= b.cfg.IdleStop {
 			idle = append(idle, l)
 		}
 	}
-	b.mu.Unlock()
-	for _, l := range idle {
-		b.log.Info("stopping an idle lab", "student", l.name, "idle", b.cfg.IdleStop)
-		b.stop(l)
-	}
+	return idle
 }
 
 // Visit records a request to a student's lab; call the returned func when
