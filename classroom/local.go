@@ -318,10 +318,12 @@ func (b *localBackend) runOnce(l *localLab, ready, done chan struct{}) {
 		}
 		waitErr = <-exited
 	}
-	close(done)
 
+	// The state is settled before done closes, so whoever waits on done
+	// (a visitor waiting for a stop to finish) sees the lab stopped.
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	defer close(done)
 	expected := l.state == stateStopping
 	l.state, l.addr, l.cmd = stateStopped, "", nil
 	if expected || !l.wanted || b.closed {
