@@ -1,6 +1,7 @@
 package classroom
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -252,6 +253,33 @@ func TestLocalClass(t *testing.T) {
 
 	alice := c.StudentToken("alice")
 	t.Run("a step passed in alice's lab shows in the class within a second", func(t *testing.T) {
+		// The dashboard's feed, opened before the step passes.
+		sctx, scancel := context.WithCancel(context.Background())
+		defer scancel()
+		req, _ := http.NewRequestWithContext(sctx, "GET", p.base+"/api/class/events", nil)
+		req.Header.Set("Authorization", "Bearer "+teacher)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil || res.StatusCode != 200 {
+			t.Fatalf("events: %v %v", err, res)
+		}
+		defer res.Body.Close()
+		fed := make(chan struct{})
+		go func() {
+			sc := bufio.NewScanner(res.Body)
+			sc.Buffer(nil, 1<<20)
+			for sc.Scan() {
+				data, ok := strings.CutPrefix(sc.Text(), "data: ")
+				if !ok {
+					continue
+				}
+				var cl Class
+				if json.Unmarshal([]byte(data), &cl) == nil && row(cl, "alice").Exercises["node-init"].StepsPassed >= 1 {
+					close(fed)
+					return
+				}
+			}
+		}()
+
 		p.json("POST", "/s/alice/api/cloud/instances", alice, nil, nil)
 		var passedAt time.Time
 		eventually(t, 2*time.Minute, "node-init's first step passes", func() (bool, string) {
@@ -270,6 +298,15 @@ func TestLocalClass(t *testing.T) {
 			cell := r.Exercises["node-init"]
 			return cell.StepsPassed >= 1 && r.Current != nil && r.Current.Exercise == "node-init", fmt.Sprintf("%+v %+v", cell, r.Current)
 		})
+		select {
+		case <-fed:
+		default:
+			select {
+			case <-fed:
+			case <-time.After(time.Until(passedAt.Add(time.Second))):
+				t.Error("the dashboard's event stream did not show alice's step within a second")
+			}
+		}
 		if r := row(p.class(), "bob"); r.Exercises["node-init"].StepsPassed != 0 {
 			t.Errorf("bob's row shows alice's progress: %+v", r.Exercises["node-init"])
 		}
