@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/ccmlab/ccmlab/exercises"
+	"github.com/ccmlab/ccmlab/server/stream"
 )
 
 // exerciseError maps the exercise service's errors: an unknown exercise or
@@ -66,6 +67,7 @@ func (s *Server) checkExercise(c echo.Context) error {
 	if err != nil {
 		return exerciseError(err)
 	}
+	s.publishExercise(c.Param("id"))
 	return c.JSON(http.StatusOK, r)
 }
 
@@ -77,11 +79,22 @@ func (s *Server) resetExercise(c echo.Context) error {
 	if err := ex.Reset(c.Request().Context(), c.Param("id")); err != nil {
 		return exerciseError(err)
 	}
+	s.publishExercise(c.Param("id"))
 	d, err := ex.Get(c.Request().Context(), c.Param("id"), lang(c))
 	if err != nil {
 		return exerciseError(err)
 	}
 	return c.JSON(http.StatusOK, d)
+}
+
+// publishExercise tells the stream that an exercise's progress may have
+// changed (a check, a reset, an answer), so followers such as the
+// classroom's dashboard re-read GET /api/exercises instead of polling it.
+func (s *Server) publishExercise(id string) {
+	if h := s.l().Hub; h != nil {
+		m := stream.Exercise{Exercise: id}
+		_, _ = h.Publish(m.Type(), m)
+	}
 }
 
 type answerRequest struct {
@@ -104,6 +117,7 @@ func (s *Server) answerQuiz(c echo.Context) error {
 	if err != nil {
 		return exerciseError(err)
 	}
+	s.publishExercise(c.Param("id"))
 	return c.JSON(http.StatusOK, r)
 }
 

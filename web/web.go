@@ -52,7 +52,9 @@ func Handler(cfg Config) (http.Handler, error) {
 	// The page only depends on the language, so render it once per language.
 	for _, l := range Langs() {
 		var b bytes.Buffer
-		if err := Page(pageData(l, h.assets.base)).Render(context.Background(), &b); err != nil {
+		// The page names its assets relative to itself, so it also works
+		// behind a prefix (the classroom's /s/<name>/).
+		if err := Page(pageData(l, strings.TrimPrefix(h.assets.base, "/"))).Render(context.Background(), &b); err != nil {
 			return nil, fmt.Errorf("web: rendering the %s page: %w", l, err)
 		}
 		h.pages[l] = b.Bytes()

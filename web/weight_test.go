@@ -51,8 +51,10 @@ func loaded(t *testing.T, h *handler) map[string][]byte {
 			switch {
 			case strings.HasPrefix(ref, "#"), strings.HasPrefix(ref, "?"):
 				continue // same page
-			case strings.HasPrefix(ref, "/"):
-			case strings.HasPrefix(ref, "./"):
+			case strings.HasPrefix(ref, "/") && !strings.HasPrefix(ref, "//"):
+			case !strings.Contains(ref, ":") && !strings.HasPrefix(ref, "//"):
+				// Relative ("./x.js", "static/..."): the page names its
+				// assets relative to itself so it works behind a prefix.
 				ref = path[:strings.LastIndex(path, "/")+1] + strings.TrimPrefix(ref, "./")
 			default:
 				t.Errorf("%s refers to %q, which is not on the lab's own origin", path, ref)

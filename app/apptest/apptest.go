@@ -57,4 +57,3 @@ func (l *Lab) Failed() error {
 		return nil
 	}
 }
-

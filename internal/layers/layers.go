@@ -12,7 +12,7 @@ const Module = "github.com/ccmlab/ccmlab"
 // one places it.
 var Layers = [][]string{
 	{"internal/..."},
-	{"lab/profile"},
+	{"lab/profile", "lab/flow/flowtext"},
 	{"lab/cloud", "lab/controlplane"},
 	{"lab/kubelet", "lab/dataplane", "lab/controlplane/cptest"},
 	{"lab/flow"},
@@ -22,6 +22,7 @@ var Layers = [][]string{
 	{"server/stream", "server/hub", "web"},
 	{"server"},
 	{"app/..."},
+	{"classroom/..."},
 	{"cmd/..."},
 }
 

@@ -38,6 +38,7 @@ func TestKubernetesGoMod(t *testing.T) {
 // The apiserver reports the Kubernetes version in go.mod (what `kubectl
 // version` shows), although go test sets no -ldflags.
 func TestServerVersion(t *testing.T) {
+	cptest.Need(t)
 	want := controlplane.KubernetesModuleVersion()
 	if want != controlplane.KubernetesGoMod {
 		t.Fatalf("k8s.io/kubernetes version = %q, want %s", want, controlplane.KubernetesGoMod)

@@ -39,6 +39,7 @@ var messages = map[string]any{
 	"Controllers":        Controllers{},
 	"Listeners":          Listeners{},
 	"Trace":              Trace{},
+	"Exercise":           Exercise{},
 	// Parts of messages.
 	"Profile":    Profile{},
 	"CloudState": CloudState{},

@@ -31,6 +31,7 @@ const (
 	TypeControllers = "controllers"
 	TypeListeners   = "listeners"
 	TypeTrace       = "trace"
+	TypeExercise    = "exercise"
 )
 
 // Types lists every envelope type, in the order docs/protocol.md gives
@@ -39,6 +40,7 @@ func Types() []string {
 	return []string{
 		TypeSnapshot, TypeBye, TypeNode, TypePod, TypeService, TypeEvent, TypeServiceFlow, TypeNodeFlow,
 		TypeCall, TypeCloud, TypeFaults, TypeStepMode, TypeControllers, TypeListeners, TypeTrace,
+		TypeExercise,
 	}
 }
 
@@ -188,3 +190,12 @@ func (Listeners) Type() string { return TypeListeners }
 type Trace dataplane.Trace
 
 func (Trace) Type() string { return TypeTrace }
+
+// Exercise says an exercise was checked, reset or answered: its progress
+// may have changed. Followers (the classroom's dashboard) re-read
+// GET /api/exercises rather than polling it.
+type Exercise struct {
+	Exercise string `json:"exercise"`
+}
+
+func (Exercise) Type() string { return TypeExercise }

@@ -122,7 +122,9 @@ function onState(state, info) {
 async function api(method, path, body) {
   let res;
   try {
-    res = await fetch(path, {
+    // Paths are written "/api/..." but fetched relative to the page, so the
+    // page also works behind a prefix (the classroom's /s/<name>/).
+    res = await fetch(path.replace(/^\//, ""), {
       method,
       headers: body === undefined ? {} : { "Content-Type": "application/json" },
       body: body === undefined ? undefined : JSON.stringify(body),

@@ -18,7 +18,8 @@ export function connect({ onMessage, onState }) {
   let down = "reconnecting"; // or "restarting" after a bye
 
   function url() {
-    const u = new URL("/ws", location.href);
+    // Relative, so the page also works behind a prefix (the classroom's /s/<name>/).
+    const u = new URL("ws", location.href);
     u.protocol = location.protocol === "https:" ? "wss:" : "ws:";
     if (!fresh && lastSeq !== null && epoch) {
       u.searchParams.set("since", String(lastSeq));

@@ -93,7 +93,7 @@ export function initConsole() {
 
     let state, text, notes = [];
     try {
-      const res = await fetch("/api/console?lang=" + LANG, {
+      const res = await fetch("api/console?lang=" + LANG, {
         method: "POST",
         headers: { "Content-Type": "application/json" },
         body: JSON.stringify({ command: line }),

@@ -1,0 +1,18 @@
+// Package classroom runs a class: one portal that gives every student their
+// own lab behind /s/<name>/ (each with its own token) and the instructor a
+// live dashboard of everyone's exercise progress, with actions on all or
+// some of the labs.
+//
+// The portal never runs a lab itself: a backend does. The local backend
+// (the only one so far) runs each lab as a "ccmlab serve" child process on
+// a loopback port with its own data dir under <data-dir>/students/<name>,
+// starts it on the student's first visit (or ahead, for --prestart and the
+// warm pool), stops it when idle and restarts it when it dies; a lab's data
+// dir outlives its process, so a restarted lab has the student's objects and
+// exercise progress.
+//
+// Progress is live, not polled: the portal follows each running lab's
+// websocket stream (/ws) and re-reads the lab's GET /api/exercises when the
+// lab announces an "exercise" message (or sends a snapshot, on connect), then
+// pushes the class to dashboards over server-sent events.
+package classroom

@@ -1,0 +1,378 @@
+package classroom
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// binary is the ccmlab the local backend runs, built once: the labs are
+// real "ccmlab serve" processes.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "ccmlab-classroom-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "ccmlab")
+	build := exec.Command("go", "build", "-o", binary, "../cmd/ccmlab")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building ccmlab:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// eventually polls cond every 50ms until it holds or timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for {
+		ok, why := cond()
+		if ok {
+			return
+		}
+		last = why
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s (last: %s)", what, timeout, last)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+type portal struct {
+	t    *testing.T
+	c    *Classroom
+	base string
+}
+
+func (p *portal) do(method, path, token string, body any) (int, []byte) {
+	p.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = strings.NewReader(string(b))
+	}
+	req, err := http.NewRequest(method, p.base+path, rd)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		p.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, b
+}
+
+func (p *portal) json(method, path, token string, body, out any) {
+	p.t.Helper()
+	code, b := p.do(method, path, token, body)
+	if code/100 != 2 {
+		p.t.Fatalf("%s %s: %d %s", method, path, code, b)
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			p.t.Fatalf("%s %s: %v in %s", method, path, err, b)
+		}
+	}
+}
+
+func (p *portal) class() Class {
+	var cl Class
+	p.json("GET", "/api/class", p.c.InstructorToken(), nil, &cl)
+	return cl
+}
+
+func row(cl Class, name string) StudentRow {
+	for _, s := range cl.Students {
+		if s.Name == name {
+			return s
+		}
+	}
+	return StudentRow{}
+}
+
+// TestLocalClass runs a class of three on the local backend: three real
+// labs (one node each, to be kind to the machine).
+func TestLocalClass(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three labs")
+	}
+	students := []string{"alice", "bob", "carol"}
+	dataDir := t.TempDir()
+	c, err := New(Config{
+		Students: students, DataDir: dataDir, Binary: binary, Prestart: true,
+		Lab: LabOptions{Nodes: 1}, StopTimeout: 20 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	runDone := make(chan error, 1)
+	go func() { runDone <- c.Run(ctx, ln) }()
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-runDone:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(time.Minute):
+			t.Error("the classroom did not stop within a minute")
+		}
+	}
+	t.Cleanup(stop)
+	p := &portal{t: t, c: c, base: "http://" + ln.Addr().String()}
+	teacher := c.InstructorToken()
+
+	eventually(t, 3*time.Minute, "every lab ready", func() (bool, string) {
+		cl := p.class()
+		for _, s := range cl.Students {
+			if s.Lab != stateReady {
+				return false, s.Name + " is " + s.Lab
+			}
+		}
+		return true, ""
+	})
+
+	t.Run("students.csv links each student to their lab", func(t *testing.T) {
+		b, err := os.ReadFile(filepath.Join(dataDir, "students.csv"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range students {
+			want := p.base + "/s/" + s + "/?token=" + c.StudentToken(s)
+			if !strings.Contains(string(b), s+","+want+"\n") {
+				t.Errorf("students.csv lacks %s's link %s:\n%s", s, want, b)
+			}
+		}
+	})
+
+	t.Run("each student reaches only their own lab", func(t *testing.T) {
+		// Each sets a different cloud latency in their lab and reads back
+		// their own.
+		for i, s := range students {
+			p.json("PUT", "/s/"+s+"/api/cloud/faults", c.StudentToken(s), map[string]any{"latency": fmt.Sprintf("%dms", i+1)}, nil)
+		}
+		for i, s := range students {
+			var f struct {
+				Latency string `json:"latency"`
+			}
+			p.json("GET", "/s/"+s+"/api/cloud/faults", c.StudentToken(s), nil, &f)
+			if want := fmt.Sprintf("%dms", i+1); f.Latency != want {
+				t.Errorf("%s reads latency %q, want %q", s, f.Latency, want)
+			}
+			for _, other := range students {
+				if other == s {
+					continue
+				}
+				if code, _ := p.do("GET", "/s/"+other+"/api/cloud/faults", c.StudentToken(s), nil); code != http.StatusForbidden {
+					t.Errorf("%s's token on %s's lab: %d, want 403", s, other, code)
+				}
+			}
+		}
+		for _, tc := range []struct {
+			name, method, path, token string
+			want                      int
+		}{
+			{"no token", "GET", "/s/alice/api/state", "", 401},
+			{"wrong token", "GET", "/s/alice/api/state", "wrong-token", 403},
+			{"instructor reads", "GET", "/s/alice/api/cloud/faults", teacher, 200},
+			{"instructor may not write", "PUT", "/s/alice/api/cloud/faults", teacher, 403},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				if code, b := p.do(tc.method, tc.path, tc.token, map[string]any{}); code != tc.want {
+					t.Fatalf("%d, want %d: %s", code, tc.want, b)
+				}
+			})
+		}
+	})
+
+	t.Run("the page works behind the prefix", func(t *testing.T) {
+		code, page := p.do("GET", "/s/bob/?token="+c.StudentToken("bob"), "", nil)
+		if code != 200 || !strings.Contains(string(page), `src="static/`) {
+			t.Fatalf("page: %d, want assets named relative to the page:\n%.600s", code, page)
+		}
+		i := strings.Index(string(page), `src="static/`)
+		asset, _, _ := strings.Cut(string(page)[i+len(`src="`):], `"`)
+		if code, b := p.do("GET", "/s/bob/"+asset, c.StudentToken("bob"), nil); code != 200 {
+			t.Fatalf("asset %s: %d %s", asset, code, b)
+		}
+		// The websocket, through the proxy.
+		wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer wcancel()
+		conn, _, err := websocket.Dial(wctx, strings.Replace(p.base, "http", "ws", 1)+"/s/bob/ws", &websocket.DialOptions{
+			HTTPHeader: http.Header{"Authorization": {"Bearer " + c.StudentToken("bob")}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.CloseNow()
+		conn.SetReadLimit(64 << 20)
+		_, b, err := conn.Read(wctx)
+		if err != nil || !strings.Contains(string(b), `"type":"snapshot"`) {
+			t.Fatalf("first message: %v %.200s", err, b)
+		}
+	})
+
+	alice := c.StudentToken("alice")
+	t.Run("a step passed in alice's lab shows in the class within a second", func(t *testing.T) {
+		// The dashboard's feed, opened before the step passes.
+		sctx, scancel := context.WithCancel(context.Background())
+		defer scancel()
+		req, _ := http.NewRequestWithContext(sctx, "GET", p.base+"/api/class/events", nil)
+		req.Header.Set("Authorization", "Bearer "+teacher)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil || res.StatusCode != 200 {
+			t.Fatalf("events: %v %v", err, res)
+		}
+		defer res.Body.Close()
+		fed := make(chan struct{})
+		go func() {
+			sc := bufio.NewScanner(res.Body)
+			sc.Buffer(nil, 1<<20)
+			for sc.Scan() {
+				data, ok := strings.CutPrefix(sc.Text(), "data: ")
+				if !ok {
+					continue
+				}
+				var cl Class
+				if json.Unmarshal([]byte(data), &cl) == nil && row(cl, "alice").Exercises["node-init"].StepsPassed >= 1 {
+					close(fed)
+					return
+				}
+			}
+		}()
+
+		p.json("POST", "/s/alice/api/cloud/instances", alice, nil, nil)
+		var passedAt time.Time
+		eventually(t, 2*time.Minute, "node-init's first step passes", func() (bool, string) {
+			var rep struct {
+				Steps []struct {
+					ID     string `json:"id"`
+					Status string `json:"status"`
+				} `json:"steps"`
+			}
+			p.json("POST", "/s/alice/api/exercises/node-init/check", alice, nil, &rep)
+			passedAt = time.Now()
+			return len(rep.Steps) > 0 && rep.Steps[0].Status == "passed", fmt.Sprint(rep.Steps)
+		})
+		eventually(t, time.Until(passedAt.Add(time.Second)), "the class shows it", func() (bool, string) {
+			r := row(p.class(), "alice")
+			cell := r.Exercises["node-init"]
+			return cell.StepsPassed >= 1 && r.Current != nil && r.Current.Exercise == "node-init", fmt.Sprintf("%+v %+v", cell, r.Current)
+		})
+		select {
+		case <-fed:
+		default:
+			select {
+			case <-fed:
+			case <-time.After(time.Until(passedAt.Add(time.Second))):
+				t.Error("the dashboard's event stream did not show alice's step within a second")
+			}
+		}
+		if r := row(p.class(), "bob"); r.Exercises["node-init"].StepsPassed != 0 {
+			t.Errorf("bob's row shows alice's progress: %+v", r.Exercises["node-init"])
+		}
+	})
+
+	t.Run("the CSV export has every student", func(t *testing.T) {
+		code, b := p.do("GET", "/api/class.csv", teacher, nil)
+		if code != 200 || !strings.Contains(string(b), "alice,node-init,") || !strings.Contains(string(b), "carol,node-init,") {
+			t.Fatalf("%d:\n%s", code, b)
+		}
+	})
+
+	t.Run("a reset sent to all reaches all", func(t *testing.T) {
+		var res []ActionResult
+		p.json("POST", "/api/actions/reset", teacher, map[string]any{"exercise": "node-init"}, &res)
+		if len(res) != len(students) {
+			t.Fatalf("results %+v", res)
+		}
+		for _, r := range res {
+			if !r.OK {
+				t.Errorf("%s: %s", r.Student, r.Error)
+			}
+		}
+		eventually(t, 5*time.Second, "alice's progress is reset", func() (bool, string) {
+			cell := row(p.class(), "alice").Exercises["node-init"]
+			return cell.StepsPassed == 0, fmt.Sprintf("%+v", cell)
+		})
+		var lat []ActionResult
+		p.json("PUT", "/api/actions/latency", teacher, map[string]any{"latency": "0s", "students": []string{"bob", "carol"}}, &lat)
+		if len(lat) != 2 || !lat[0].OK || !lat[1].OK {
+			t.Fatalf("latency: %+v", lat)
+		}
+	})
+
+	t.Run("a killed lab comes back with its data", func(t *testing.T) {
+		bob := c.StudentToken("bob")
+		// A failed check is recorded as an attempt in the lab's data dir.
+		p.json("POST", "/s/bob/api/exercises/node-init/check", bob, nil, nil)
+		pid := c.backend.pid("bob")
+		if pid == 0 {
+			t.Fatal("bob's lab runs no process")
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 3*time.Minute, "bob's lab is back", func() (bool, string) {
+			state, _ := c.backend.Status("bob")
+			return state == stateReady && c.backend.pid("bob") != pid, state
+		})
+		var d detail
+		p.json("GET", "/s/bob/api/exercises/node-init", bob, nil, &d)
+		if len(d.Steps) == 0 || d.Steps[0].Attempts < 1 {
+			t.Fatalf("bob's attempt was lost: %+v", d.Steps)
+		}
+	})
+
+	t.Run("the labs stop with the portal", func(t *testing.T) {
+		pids := map[string]int{}
+		for _, s := range students {
+			pids[s] = c.backend.pid(s)
+		}
+		stop()
+		for s, pid := range pids {
+			if pid != 0 && syscall.Kill(pid, 0) == nil {
+				t.Errorf("%s's lab (pid %d) outlived the portal", s, pid)
+			}
+		}
+	})
+}

@@ -1,0 +1,352 @@
+package classroom
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+const (
+	studentCookie    = "ccmlab_student"
+	instructorCookie = "ccmlab_instructor"
+)
+
+// Classroom is the portal: the students' proxy, the dashboard and its API.
+type Classroom struct {
+	cfg     Config
+	tokens  *tokens
+	backend *localBackend
+	class   *class
+	mux     *http.ServeMux
+	// runCtx is set by Run: watchers of labs live no longer than it.
+	runCtx context.Context
+	mu     sync.Mutex
+}
+
+// New prepares the class: the data dir, the tokens and students.csv are
+// written here, so a bad roster or an unwritable dir fails before any lab
+// starts.
+func New(cfg Config) (*Classroom, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	abs, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	cfg.DataDir = abs
+	if err := os.MkdirAll(filepath.Join(abs, "students"), 0o700); err != nil {
+		return nil, fmt.Errorf("--data-dir %s is not usable: %w", abs, err)
+	}
+	t, err := loadTokens(abs, cfg.Token, cfg.Students)
+	if err != nil {
+		return nil, fmt.Errorf("the class's tokens: %w", err)
+	}
+	c := &Classroom{cfg: cfg, tokens: t, runCtx: context.Background()}
+	c.class = newClass(&c.cfg, t)
+	c.backend = newLocalBackend(&c.cfg, t, func(name, addr string, done <-chan struct{}) {
+		c.mu.Lock()
+		ctx := c.runCtx
+		c.mu.Unlock()
+		c.class.watch(ctx, name, addr, done)
+	})
+	c.class.status = c.backend.Status
+	c.routes()
+	return c, nil
+}
+
+// InstructorToken is the token that opens the dashboard and every lab.
+func (c *Classroom) InstructorToken() string { return c.tokens.instructor }
+
+// StudentToken is the student's own token.
+func (c *Classroom) StudentToken(name string) string { return c.tokens.students[name] }
+
+// Handler serves the portal.
+func (c *Classroom) Handler() http.Handler { return c.mux }
+
+// Run serves the portal on ln until ctx ends, then stops every lab.
+func (c *Classroom) Run(ctx context.Context, ln net.Listener) error {
+	c.mu.Lock()
+	c.runCtx = ctx
+	c.mu.Unlock()
+	base := c.cfg.PublicURL
+	if base == "" {
+		base = "http://" + ln.Addr().String()
+	}
+	if err := writeStudentsCSV(filepath.Join(c.cfg.DataDir, "students.csv"), base, c.cfg.Students, c.tokens); err != nil {
+		return fmt.Errorf("writing students.csv: %w", err)
+	}
+	srv := &http.Server{
+		Handler:           c.mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	backendDone := make(chan error, 1)
+	backendCtx, stopBackend := context.WithCancel(context.WithoutCancel(ctx))
+	go func() { backendDone <- c.backend.Run(backendCtx) }()
+
+	fmt.Fprintf(c.cfg.Out, "ccmlab classroom: %d students, labs in %s\n", len(c.cfg.Students), c.cfg.DataDir)
+	fmt.Fprintf(c.cfg.Out, "  student links: %s\n", filepath.Join(c.cfg.DataDir, "students.csv"))
+	fmt.Fprintf(c.cfg.Out, "  instructor token: %s\n", filepath.Join(c.cfg.DataDir, "instructor-token"))
+	fmt.Fprintf(c.cfg.Out, "ccmlab classroom is ready: %s/?token=%s\n", strings.TrimRight(base, "/"), url.QueryEscape(c.tokens.instructor))
+
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-serveErr:
+		err = fmt.Errorf("portal: %w", err)
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	_ = srv.Shutdown(shutdownCtx)
+	cancel()
+	// Open websockets are hijacked and outlive Shutdown; the labs'
+	// goodbye ends them.
+	stopBackend()
+	<-backendDone
+	fmt.Fprintln(c.cfg.Out, "ccmlab classroom stopped")
+	return err
+}
+
+func (c *Classroom) routes() {
+	m := http.NewServeMux()
+	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	m.HandleFunc("/s/{name}", func(w http.ResponseWriter, r *http.Request) {
+		u := *r.URL
+		u.Path += "/"
+		http.Redirect(w, r, u.String(), http.StatusMovedPermanently)
+	})
+	m.HandleFunc("/s/{name}/", c.student)
+	m.HandleFunc("GET /{$}", c.instructor(c.dashboard))
+	m.HandleFunc("GET /dashboard.js", serveAsset("dashboard.js", "text/javascript; charset=utf-8"))
+	m.HandleFunc("GET /dashboard.css", serveAsset("dashboard.css", "text/css; charset=utf-8"))
+	m.HandleFunc("GET /api/class", c.instructor(c.getClass))
+	m.HandleFunc("GET /api/class/events", c.instructor(c.classEvents))
+	m.HandleFunc("GET /api/class.csv", c.instructor(c.classCSV))
+	m.HandleFunc("POST /api/actions/reset", c.instructor(c.actionReset))
+	m.HandleFunc("PUT /api/actions/latency", c.instructor(c.actionLatency))
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		jsonError(w, http.StatusNotFound, "no such page: "+r.URL.Path+" (the dashboard is at /, each student's lab at /s/<name>/)")
+	})
+	c.mux = m
+}
+
+func jsonError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+type role int
+
+const (
+	roleNone  role = iota // no token at all: 401
+	roleWrong             // a token, but not one that opens this: 403
+	roleStudent
+	roleInstructor
+)
+
+func tokenIs(got, want string) bool {
+	return want != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+}
+
+// who tells who the request is, for a student's path (studentToken set)
+// or the instructor's pages. It looks at ?token=, then the bearer header,
+// then the cookies; it answers the best role any of them gives.
+func (c *Classroom) who(r *http.Request, studentToken string) (role, string) {
+	var presented []string
+	if q := r.URL.Query().Get("token"); q != "" {
+		presented = append(presented, q)
+	}
+	if h, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		presented = append(presented, h)
+	}
+	for _, ck := range r.Cookies() {
+		if ck.Name == studentCookie || ck.Name == instructorCookie {
+			presented = append(presented, ck.Value)
+		}
+	}
+	if len(presented) == 0 {
+		return roleNone, ""
+	}
+	best, tok := roleWrong, ""
+	for _, p := range presented {
+		switch {
+		case tokenIs(p, studentToken):
+			return roleStudent, p
+		case tokenIs(p, c.tokens.instructor):
+			best, tok = roleInstructor, p
+		}
+	}
+	return best, tok
+}
+
+// remember turns a ?token= link into a cookie, so the page's own requests
+// (fetches, the websocket) carry the token without it in every URL.
+func remember(w http.ResponseWriter, r *http.Request, rl role, tok, studentPath string) {
+	if r.URL.Query().Get("token") != tok {
+		return
+	}
+	ck := &http.Cookie{Value: tok, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil}
+	if rl == roleStudent {
+		ck.Name, ck.Path = studentCookie, studentPath
+	} else {
+		ck.Name, ck.Path = instructorCookie, "/"
+	}
+	http.SetCookie(w, ck)
+}
+
+func refuse(w http.ResponseWriter, rl role) {
+	if rl == roleNone {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="ccmlab classroom"`)
+		jsonError(w, http.StatusUnauthorized, "this page needs a token: open your link from students.csv, or send Authorization: Bearer <token>")
+		return
+	}
+	jsonError(w, http.StatusForbidden, "this token does not open this page")
+}
+
+// instructor guards the dashboard and its API. Mutations must come from
+// the portal's own pages (or from clients that send no Origin).
+func (c *Classroom) instructor(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		rl, tok := c.who(r, "")
+		if rl != roleInstructor {
+			refuse(w, rl)
+			return
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead && !sameOrigin(r) {
+			jsonError(w, http.StatusForbidden, "cross-origin request refused")
+			return
+		}
+		remember(w, r, rl, tok, "")
+		h(w, r)
+	}
+}
+
+func sameOrigin(r *http.Request) bool {
+	if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
+		return false
+	}
+	if origin := r.Header.Get("Origin"); origin != "" {
+		u, err := url.Parse(origin)
+		return err == nil && strings.EqualFold(u.Host, r.Host)
+	}
+	return true
+}
+
+// student proxies /s/<name>/... to the student's lab.
+func (c *Classroom) student(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	want, ok := c.tokens.students[name]
+	if !ok || !c.known(name) {
+		jsonError(w, http.StatusNotFound, fmt.Sprintf("no student %q in this class", name))
+		return
+	}
+	rl, tok := c.who(r, want)
+	if rl != roleStudent && rl != roleInstructor {
+		refuse(w, rl)
+		return
+	}
+	// The instructor looks, the student acts: an instructor who could
+	// click in a student's lab could undo their work by mistake. The
+	// dashboard's actions go to the labs directly, not through here.
+	if rl == roleInstructor && r.Method != http.MethodGet && r.Method != http.MethodHead {
+		jsonError(w, http.StatusForbidden, "the instructor's view of a student's lab is read-only; use the dashboard's actions")
+		return
+	}
+	prefix := "/s/" + name
+	remember(w, r, rl, tok, prefix+"/")
+	end := func() {}
+	if rl == roleStudent {
+		// Only the student's own requests keep the lab from idling out.
+		end = c.backend.Visit(name)
+	}
+	defer end()
+	addr, err := c.backend.Ensure(r.Context(), name)
+	if err != nil {
+		jsonError(w, http.StatusBadGateway, err.Error())
+		return
+	}
+	c.proxy(name, addr, prefix).ServeHTTP(w, r)
+}
+
+func (c *Classroom) known(name string) bool {
+	for _, s := range c.cfg.Students {
+		if s == name {
+			return true
+		}
+	}
+	return false
+}
+
+// proxy forwards to the lab at addr with the prefix stripped and the
+// student's token as the bearer. The Host stays the portal's, so the lab's
+// same-origin checks (mutations, the websocket) compare the browser's
+// Origin with the host the browser sees.
+func (c *Classroom) proxy(name, addr, prefix string) *httputil.ReverseProxy {
+	target := &url.URL{Scheme: "http", Host: addr}
+	token := c.tokens.students[name]
+	return &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out.URL.Path = strings.TrimPrefix(pr.In.URL.Path, prefix)
+			pr.Out.URL.RawPath = ""
+			q := pr.Out.URL.Query()
+			if q.Has("token") {
+				q.Del("token")
+				pr.Out.URL.RawQuery = q.Encode()
+			}
+			pr.SetURL(target)
+			pr.Out.Host = pr.In.Host
+			pr.SetXForwarded()
+			pr.Out.Header.Set("Authorization", "Bearer "+token)
+			// The portal's cookies stay at the portal.
+			pr.Out.Header.Del("Cookie")
+			for _, ck := range pr.In.Cookies() {
+				if ck.Name != studentCookie && ck.Name != instructorCookie {
+					pr.Out.AddCookie(ck)
+				}
+			}
+		},
+		ModifyResponse: func(res *http.Response) error {
+			// The lab's cookies (the page language) belong to its prefix.
+			cookies := res.Cookies()
+			if len(cookies) == 0 {
+				return nil
+			}
+			res.Header.Del("Set-Cookie")
+			for _, ck := range cookies {
+				if ck.Path == "" || ck.Path == "/" {
+					ck.Path = prefix + "/"
+				}
+				res.Header.Add("Set-Cookie", ck.String())
+			}
+			return nil
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if errors.Is(err, context.Canceled) {
+				return
+			}
+			jsonError(w, http.StatusBadGateway, fmt.Sprintf("the lab of %s did not answer: %v", name, err))
+		},
+	}
+}
