@@ -237,7 +237,7 @@ func TestKubectl(t *testing.T) {
 		{"version", []string{"version", "-o", "json"},
 			[]string{`"gitVersion": "` + want + `"`, `"serverVersion"`, `"clientVersion"`}, nil},
 		{"-v=6 before the verb", []string{"-v=6", "get", "ns", "-o", "name"},
-			[]string{"namespace/default"}, []string{"GET https://127.0.0.1:", "/api/v1/namespaces"}},
+			[]string{"namespace/default"}, []string{`verb="GET" url="https://127.0.0.1:`, "/api/v1/namespaces"}},
 		{"--v 6 after the verb", []string{"get", "ns", "-o", "name", "--v", "6"},
 			[]string{"namespace/default"}, []string{"/api/v1/namespaces"}},
 		{"--vmodule", []string{"--vmodule=round_trippers=6", "get", "ns", "-o", "name"},
