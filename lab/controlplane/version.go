@@ -19,7 +19,7 @@ import (
 // binary's build info (or, in a test binary, which records none, from
 // kubernetesGoMod), so both agree with go.mod.
 //
-// go:linkname is the only way to write these unexported variables at run
+// Linkname is the only way to write these unexported variables at run
 // time: version.SetDynamicVersion refuses a version whose major, minor and
 // patch differ from gitVersion's, and the placeholder's are 0.0.0.
 
