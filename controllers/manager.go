@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/ccmlab/ccmlab/controllers/lbc"
+	"github.com/ccmlab/ccmlab/internal/pubsub"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/profile"
 )
@@ -210,10 +211,7 @@ type Manager struct {
 	stMu sync.RWMutex
 	on   map[string]bool
 
-	subMu   sync.Mutex
-	subs    map[int]chan StatusChange
-	nextSub int
-	seq     uint64
+	switches pubsub.Broadcaster[StatusChange]
 }
 
 // NewManager checks cfg and prepares a manager; nothing runs until Run.
@@ -232,7 +230,6 @@ func NewManager(cfg Config) (*Manager, error) {
 		units:    map[string]*unit{},
 		draining: map[string]*gate{},
 		on:       map[string]bool{},
-		subs:     map[int]chan StatusChange{},
 	}
 	for _, n := range profile.AllControllers() {
 		if cfg.Profile.Has(n) {
@@ -408,32 +405,11 @@ func (m *Manager) setOn(name string, on bool) {
 // full channel misses changes (visible as a gap in Seq); the manager never
 // waits for a subscriber.
 func (m *Manager) Subscribe(buf int) (<-chan StatusChange, func()) {
-	ch := make(chan StatusChange, max(buf, 1))
-	m.subMu.Lock()
-	id := m.nextSub
-	m.nextSub++
-	m.subs[id] = ch
-	m.subMu.Unlock()
-	var once sync.Once
-	return ch, func() {
-		once.Do(func() {
-			m.subMu.Lock()
-			delete(m.subs, id)
-			close(ch)
-			m.subMu.Unlock()
-		})
-	}
+	return m.switches.Subscribe(buf)
 }
 
 func (m *Manager) publish(name string, on bool) {
-	m.subMu.Lock()
-	defer m.subMu.Unlock()
-	m.seq++
-	c := StatusChange{Seq: m.seq, Controller: name, Enabled: on, Time: m.cfg.Clock.Now()}
-	for _, ch := range m.subs {
-		select {
-		case ch <- c:
-		default:
-		}
-	}
+	m.switches.PublishSeq(func(seq uint64) StatusChange {
+		return StatusChange{Seq: seq, Controller: name, Enabled: on, Time: m.cfg.Clock.Now()}
+	})
 }

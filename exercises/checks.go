@@ -20,6 +20,7 @@ import (
 
 	"github.com/ccmlab/ccmlab/controllers"
 	"github.com/ccmlab/ccmlab/controllers/lbc"
+	"github.com/ccmlab/ccmlab/internal/kube"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
 	"github.com/ccmlab/ccmlab/lab/flow"
@@ -179,33 +180,6 @@ func (e *evalCtx) evaluate(ctx context.Context, c CheckSpec) Outcome {
 }
 
 // ---- helpers ----
-
-func hasUninitializedTaint(n *corev1.Node) bool {
-	for _, t := range n.Spec.Taints {
-		if t.Key == flow.TaintUninitialized {
-			return true
-		}
-	}
-	return false
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-func internalIP(n *corev1.Node) string {
-	for _, a := range n.Status.Addresses {
-		if a.Type == corev1.NodeInternalIP {
-			return a.Address
-		}
-	}
-	return ""
-}
 
 func (e *evalCtx) listNodes(ctx context.Context) ([]corev1.Node, error) {
 	l, err := e.env.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
@@ -401,7 +375,7 @@ func (e *evalCtx) addressProblem(n *corev1.Node) (string, string) {
 	if !ok {
 		return "対応する VM がクラウドにありません", "no instance in the cloud has this name"
 	}
-	if ip := internalIP(n); ip != inst.PrivateIP {
+	if ip := kube.InternalIP(n); ip != inst.PrivateIP {
 		if ip == "" {
 			return "status.addresses に InternalIP がありません", "status.addresses has no InternalIP"
 		}
@@ -436,7 +410,7 @@ func evalNodesInitialized(ctx context.Context, e *evalCtx, c CheckSpec) Outcome 
 					return ja, en
 				}
 			}
-			if hasUninitializedTaint(n) {
+			if kube.HasUninitializedTaint(n) {
 				return "uninitialized taint がまだ付いています", "still has the uninitialized taint"
 			}
 			return "", ""
@@ -458,7 +432,7 @@ func evalNodeLabels(ctx context.Context, e *evalCtx, c CheckSpec) Outcome {
 func evalNodeTainted(ctx context.Context, e *evalCtx, c CheckSpec) Outcome {
 	return e.forEachNode(ctx, c.Nodes, "uninitialized taint が残っています", "the uninitialized taint is still there",
 		func(n *corev1.Node) (string, string) {
-			if !hasUninitializedTaint(n) {
+			if !kube.HasUninitializedTaint(n) {
 				return "uninitialized taint がありません", "has no uninitialized taint"
 			}
 			return "", ""
@@ -468,7 +442,7 @@ func evalNodeTainted(ctx context.Context, e *evalCtx, c CheckSpec) Outcome {
 func evalNodesReady(ctx context.Context, e *evalCtx, c CheckSpec) Outcome {
 	return e.forEachNode(ctx, c.Nodes, "Ready です", "Ready",
 		func(n *corev1.Node) (string, string) {
-			if !nodeReady(n) {
+			if !kube.NodeReady(n) {
 				return "Ready ではありません", "is not Ready"
 			}
 			return "", ""
@@ -660,7 +634,7 @@ func evalServiceAnswers(ctx context.Context, e *evalCtx, c CheckSpec) Outcome {
 			return errOutcome(err)
 		}
 		for _, n := range nodes {
-			if nodeReady(&n) {
+			if kube.NodeReady(&n) {
 				reqs = append(reqs, dataplane.Request{Kind: c.Via, Node: n.Name, Port: port.NodePort})
 			}
 		}
@@ -1110,7 +1084,7 @@ func evalNodeNotReady(ctx context.Context, e *evalCtx, _ CheckSpec) Outcome {
 		if err != nil {
 			return errOutcome(err)
 		}
-		if !nodeReady(n) {
+		if !kube.NodeReady(n) {
 			return passf("VM %s は消えましたが、Node %s は NotReady のまま残っています", "VM %s is gone, and Node %s is left behind, NotReady", inst.ID, n.Name)
 		}
 		return failf("Node %s はまだ Ready です。kubelet の応答が止まってから約 10 秒待ってください。", "Node %s is still Ready: wait about 10 s after its kubelet stopped.", n.Name)

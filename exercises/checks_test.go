@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	cloudproviderapi "k8s.io/cloud-provider/api"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -121,7 +123,7 @@ func (f *fixture) node(inst cloud.Instance, i int, mods ...func(*corev1.Node)) *
 }
 
 func tainted(n *corev1.Node) {
-	n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: flow.TaintUninitialized, Value: "true", Effect: corev1.TaintEffectNoSchedule})
+	n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: cloudproviderapi.TaintExternalCloudProvider, Value: "true", Effect: corev1.TaintEffectNoSchedule})
 }
 
 func notReady(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionUnknown }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	cloudproviderapi "k8s.io/cloud-provider/api"
+
 	"github.com/ccmlab/ccmlab/lab/cloud"
 )
 
@@ -57,7 +59,7 @@ func deriveNode(in nodeInput, firstSeen map[int]time.Time) NodeFlow {
 				ev[2] = evidence{time.Time{}, "implied by the providerID"}
 			}
 			if !n.Tainted() {
-				ev[4] = evidence{time.Time{}, "taint " + TaintUninitialized + " removed"}
+				ev[4] = evidence{time.Time{}, "taint " + cloudproviderapi.TaintExternalCloudProvider + " removed"}
 			}
 		}
 	}
