@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/ccmlab/ccmlab/controllers/lbc"
+	"github.com/ccmlab/ccmlab/controllers/provider"
 	"github.com/ccmlab/ccmlab/internal/pubsub"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/profile"
@@ -112,7 +113,7 @@ func (t *Tuning) setDefaults() {
 }
 
 func (c *Config) setDefaults() {
-	c.ClusterName = cmp.Or(c.ClusterName, DefaultClusterName)
+	c.ClusterName = cmp.Or(c.ClusterName, provider.DefaultClusterName)
 	c.ClusterCIDR = cmp.Or(c.ClusterCIDR, "10.244.0.0/16")
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -191,7 +192,7 @@ type StatusChange struct {
 type Manager struct {
 	cfg      Config
 	log      *slog.Logger
-	provider *Provider
+	provider *provider.Provider
 	metrics  *controllersmetrics.ControllerManagerMetrics
 	names    []string // every controller this lab has, in page order
 	cidrs    []*net.IPNet
@@ -224,7 +225,7 @@ func NewManager(cfg Config) (*Manager, error) {
 	m := &Manager{
 		cfg:      cfg,
 		log:      cfg.Logger.With("component", "ccm"),
-		provider: NewProvider(cfg.Cloud, cfg.Profile, cfg.ClusterName),
+		provider: provider.New(cfg.Cloud, cfg.Profile, cfg.ClusterName),
 		metrics:  controllersmetrics.NewControllerManagerMetrics("ccmlab-cloud-controller-manager"),
 		cidrs:    cidrs,
 		units:    map[string]*unit{},
@@ -249,7 +250,7 @@ func NewManager(cfg Config) (*Manager, error) {
 
 // Provider returns the manager's cloud provider (its calls are logged as
 // "unknown"; use For to name a caller).
-func (m *Manager) Provider() *Provider { return m.provider }
+func (m *Manager) Provider() *provider.Provider { return m.provider }
 
 // Controllers lists the controllers this lab has (profile plus add-ons) in
 // the order the page shows them.

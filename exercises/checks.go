@@ -18,12 +18,12 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	cloudprovider "k8s.io/cloud-provider"
 
-	"github.com/ccmlab/ccmlab/controllers"
 	"github.com/ccmlab/ccmlab/controllers/lbc"
 	"github.com/ccmlab/ccmlab/internal/kube"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
 	"github.com/ccmlab/ccmlab/lab/flow"
+	"github.com/ccmlab/ccmlab/lab/profile"
 )
 
 // Outcome is what one check found: whether it holds and, in both
@@ -360,7 +360,7 @@ func (e *evalCtx) providerIDProblem(n *corev1.Node) (string, string) {
 	if !ok {
 		return "対応する VM がクラウドにありません", "no instance in the cloud has this name"
 	}
-	want := controllers.NewProvider(e.env.Cloud, e.env.Profile, "").ProviderID(inst)
+	want := e.env.Profile.ProviderID(profile.Machine{Zone: inst.Zone, InstanceID: inst.ID, NodeName: inst.PrivateDNSName})
 	if n.Spec.ProviderID != want {
 		if n.Spec.ProviderID == "" {
 			return fmt.Sprintf("spec.providerID が空です (%s になるはず)", want), fmt.Sprintf("spec.providerID is empty (should become %s)", want)
