@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/ccmlab/ccmlab/controllers"
+	"github.com/ccmlab/ccmlab/exercises/console"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/profile"
 )
@@ -181,7 +182,7 @@ func (w *world) stepLine(t *testing.T, id, step, sub string) string {
 // kubectl runs a line through the console with the real binary.
 func (w *world) kubectl(t *testing.T, line string) string {
 	t.Helper()
-	c, err := NewConsole(ConsoleConfig{DataDir: env.DataDir, Binary: ccmlabBinary(t)})
+	c, err := console.New(console.Config{DataDir: env.DataDir, Binary: ccmlabBinary(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -521,7 +522,7 @@ func TestServiceViews(t *testing.T) {
 					t.Errorf("%s/%s: the explanation shows before the step passed", s.ID, st.ID)
 				}
 				for _, c := range st.Commands {
-					if _, err := ParseCommand(c.Line); (err == nil) != c.Console {
+					if _, err := console.Parse(c.Line); (err == nil) != c.Console {
 						t.Errorf("%s: console flag of %q is %v", s.ID, c.Line, c.Console)
 					}
 				}
@@ -548,7 +549,7 @@ func TestConsoleRunsKubectl(t *testing.T) {
 	theWorld(t)
 	bin := ccmlabBinary(t)
 	ctx := context.Background()
-	c, err := NewConsole(ConsoleConfig{DataDir: env.DataDir, Binary: bin})
+	c, err := console.New(console.Config{DataDir: env.DataDir, Binary: bin})
 	must(t, err)
 
 	res, err := c.Run(ctx, "kubectl get ns")
@@ -570,7 +571,7 @@ func TestConsoleRunsKubectl(t *testing.T) {
 		t.Errorf("a pipe: %v", err)
 	}
 
-	short, err := NewConsole(ConsoleConfig{DataDir: env.DataDir, Binary: bin, Timeout: 2 * time.Second, MaxOutput: 300})
+	short, err := console.New(console.Config{DataDir: env.DataDir, Binary: bin, Timeout: 2 * time.Second, MaxOutput: 300})
 	must(t, err)
 	res, err = short.Run(ctx, "kubectl wait --for=delete ns/default --timeout=60s")
 	must(t, err)

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/ccmlab/ccmlab/exercises/console"
 )
 
 // Config wires a Service to the lab.
@@ -62,7 +64,7 @@ func New(cfg Config) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{cfg: cfg, exercises: all, byID: map[string]*Exercise{}, created: cfg.Now(),
-		console: func(line string) bool { _, err := ParseCommand(line); return err == nil }}
+		console: func(line string) bool { _, err := console.Parse(line); return err == nil }}
 	for _, ex := range all {
 		s.byID[ex.ID] = ex
 	}

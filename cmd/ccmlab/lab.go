@@ -16,6 +16,7 @@ import (
 
 	"github.com/ccmlab/ccmlab/controllers"
 	"github.com/ccmlab/ccmlab/exercises"
+	"github.com/ccmlab/ccmlab/exercises/console"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
 	"github.com/ccmlab/ccmlab/lab/flow"
@@ -164,14 +165,14 @@ func startLab(ctx context.Context, cfg labConfig, cp cluster, srv *server.Server
 	if err != nil {
 		return nil, err
 	}
-	console, err := exercises.NewConsole(exercises.ConsoleConfig{DataDir: cfg.dataDir})
+	con, err := console.New(console.Config{DataDir: cfg.dataDir})
 	if err != nil {
 		return nil, err
 	}
 	l.api = &server.Lab{
 		Profile: cfg.profile, Cloud: c, Controllers: manager, Flow: l.observer, Hub: l.hub,
 		Requests: requester{dp: dp, flow: l.observer}, Epoch: epoch,
-		Exercises: ex, Console: console,
+		Exercises: ex, Console: con,
 	}
 	progress("cloud, kubelets, ccm", time.Since(begin))
 	return l, nil

@@ -1,4 +1,4 @@
-package exercises
+package console
 
 import (
 	"bytes"
@@ -13,22 +13,29 @@ import (
 	"time"
 )
 
+// ErrRefused is what every *RefusedError wraps: the line is not an allowed
+// kubectl command (a bad request, not a failure of the lab).
+var ErrRefused = errors.New("refused by the console")
+
 // RefusedError is why the console will not run a line. Error() is the
-// English text; Reason has both languages. It wraps ErrBadInput.
+// English text; JA and EN are the reason in both of the lab's languages.
 type RefusedError struct {
-	Reason Text
+	JA, EN string
 }
 
-func (e *RefusedError) Error() string { return e.Reason.EN }
+func (e *RefusedError) Error() string { return e.EN }
 
-// Unwrap makes errors.Is(err, ErrBadInput) hold.
-func (e *RefusedError) Unwrap() error { return ErrBadInput }
+// Unwrap makes errors.Is(err, ErrRefused) hold.
+func (e *RefusedError) Unwrap() error { return ErrRefused }
+
+// text is one reason in both languages.
+type text struct{ JA, EN string }
 
 func refuse(ja, en string, args ...any) error {
-	return &RefusedError{Text{fmt.Sprintf(ja, args...), fmt.Sprintf(en, args...)}}
+	return &RefusedError{fmt.Sprintf(ja, args...), fmt.Sprintf(en, args...)}
 }
 
-func refuseText(ja, en string) error { return &RefusedError{Text{ja, en}} }
+func refuseText(ja, en string) error { return &RefusedError{ja, en} }
 
 // splitLine splits a command line into words the way a POSIX shell does
 // for plain words, 'single quotes', "double quotes" and backslashes, and
@@ -130,11 +137,11 @@ func allowedVerbs() []string {
 }
 
 // refusedVerbs says why a known kubectl subcommand is not available.
-func refusedVerbs() map[string]Text {
-	files := Text{"ファイルを読みます。create / expose / patch を使ってください", "it reads files; use create, expose or patch instead"}
-	containers := Text{"コンテナやホストに入り込みます", "it reaches into containers or the host"}
-	ports := Text{"ホストのポートを開きます", "it opens ports on the host"}
-	return map[string]Text{
+func refusedVerbs() map[string]text {
+	files := text{"ファイルを読みます。create / expose / patch を使ってください", "it reads files; use create, expose or patch instead"}
+	containers := text{"コンテナやホストに入り込みます", "it reaches into containers or the host"}
+	ports := text{"ホストのポートを開きます", "it opens ports on the host"}
+	return map[string]text{
 		"apply": files, "replace": files, "kustomize": files, "diff": files,
 		"exec": containers, "attach": containers, "cp": containers, "debug": containers, "logs": containers,
 		"proxy": ports, "port-forward": ports,
@@ -154,12 +161,12 @@ func refusedVerbs() map[string]Text {
 
 // refusedFlags says why a flag is refused. Flags whose name contains
 // "file", "dir" or "kubeconfig" are refused as well.
-func refusedFlags() map[string]Text {
-	file := Text{"ファイルを読みます", "it reads files"}
-	creds := Text{"接続先や認証情報を変えます。コンソールはいつもラボのクラスタに接続します", "it changes where or as whom kubectl connects; the console always talks to the lab"}
-	interactive := Text{"対話的な入出力はコンソールにありません", "the console has no interactive terminal"}
-	watch := Text{"終わらずに待ち続けます。もう一度 get を実行してください", "it never ends; run get again instead"}
-	return map[string]Text{
+func refusedFlags() map[string]text {
+	file := text{"ファイルを読みます", "it reads files"}
+	creds := text{"接続先や認証情報を変えます。コンソールはいつもラボのクラスタに接続します", "it changes where or as whom kubectl connects; the console always talks to the lab"}
+	interactive := text{"対話的な入出力はコンソールにありません", "the console has no interactive terminal"}
+	watch := text{"終わらずに待ち続けます。もう一度 get を実行してください", "it never ends; run get again instead"}
+	return map[string]text{
 		"filename": file, "kustomize": file, "recursive": file, "from-file": file, "from-env-file": file, "env-file": file,
 		"kubeconfig": creds, "server": creds, "token": creds, "cluster": creds, "context": creds, "user": creds,
 		"username": creds, "password": creds, "as": creds, "as-group": creds, "as-uid": creds, "as-user-extra": creds,
@@ -183,11 +190,11 @@ func shortRefused() map[rune]string {
 
 const shortWithValue = "noclLpreuv"
 
-// ParseCommand splits a console line and checks it against the console's
+// Parse splits a console line and checks it against the console's
 // policy: it must be one kubectl command with an allowed subcommand and no
 // flag that reaches files, the host or other credentials. It returns the
 // arguments after "kubectl".
-func ParseCommand(line string) ([]string, error) {
+func Parse(line string) ([]string, error) {
 	words, err := splitLine(strings.TrimSpace(line))
 	if err != nil {
 		return nil, err
@@ -282,8 +289,8 @@ func ParseCommand(line string) ([]string, error) {
 	return args[:len(args):len(args)], nil
 }
 
-// ConsoleConfig wires the console to the lab.
-type ConsoleConfig struct {
+// Config wires the console to the lab.
+type Config struct {
 	// DataDir is the lab's data dir: the kubeconfig is DataDir/kubeconfig,
 	// and kubectl runs in an empty directory inside it.
 	DataDir string
@@ -300,7 +307,7 @@ type ConsoleConfig struct {
 
 // Console runs kubectl commands typed in the page.
 type Console struct {
-	cfg  ConsoleConfig
+	cfg  Config
 	work string
 	sem  chan struct{}
 }
@@ -314,8 +321,8 @@ type Result struct {
 	TimedOut  bool   `json:"timedOut,omitempty"`
 }
 
-// NewConsole checks cfg and prepares the console's working directory.
-func NewConsole(cfg ConsoleConfig) (*Console, error) {
+// New checks cfg and prepares the console's working directory.
+func New(cfg Config) (*Console, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("console: DataDir is required")
 	}
@@ -369,10 +376,10 @@ func (b *limitedBuffer) Write(p []byte) (int, error) {
 // Run parses line and, if the console's policy allows it, runs it with the
 // embedded kubectl against the lab: no shell, the lab's kubeconfig, an
 // empty working directory, an empty environment but for those, a timeout
-// and bounded output. A refused line is a *RefusedError (ErrBadInput);
+// and bounded output. A refused line is a *RefusedError (ErrRefused);
 // kubectl's own failures are a Result with a non-zero ExitCode.
 func (c *Console) Run(ctx context.Context, line string) (Result, error) {
-	args, err := ParseCommand(line)
+	args, err := Parse(line)
 	if err != nil {
 		return Result{}, err
 	}
