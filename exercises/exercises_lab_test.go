@@ -19,6 +19,7 @@ import (
 
 	"github.com/ccmlab/ccmlab/controllers"
 	"github.com/ccmlab/ccmlab/exercises/console"
+	"github.com/ccmlab/ccmlab/exercises/progress"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/profile"
 )
@@ -596,7 +597,7 @@ func TestConsoleRunsKubectl(t *testing.T) {
 // An exercise that needs what the lab lacks is unavailable, not broken.
 func TestUnavailableExercise(t *testing.T) {
 	p, _ := profile.Get("kubevirt")
-	store, err := Open(filepath.Join(t.TempDir(), "progress.db"))
+	store, err := progress.Open(filepath.Join(t.TempDir(), "progress.db"))
 	must(t, err)
 	defer store.Close()
 	f := newFixture(t)

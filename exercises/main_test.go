@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ccmlab/ccmlab/controllers"
+	"github.com/ccmlab/ccmlab/exercises/progress"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/controlplane/cptest"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
@@ -32,7 +33,7 @@ type world struct {
 	dp      *dataplane.Dataplane
 	obs     *flow.Observer
 	svc     *Service
-	store   *Store
+	store   *progress.Store
 }
 
 var (
@@ -81,7 +82,7 @@ func startWorld() (*world, error) {
 	if err := lab.WaitForSync(ctx); err != nil {
 		return nil, err
 	}
-	w.store, err = Open(filepath.Join(env.DataDir, "progress.db"))
+	w.store, err = progress.Open(filepath.Join(env.DataDir, "progress.db"))
 	if err != nil {
 		return nil, err
 	}

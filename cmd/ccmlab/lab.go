@@ -17,6 +17,7 @@ import (
 	"github.com/ccmlab/ccmlab/controllers"
 	"github.com/ccmlab/ccmlab/exercises"
 	"github.com/ccmlab/ccmlab/exercises/console"
+	exprogress "github.com/ccmlab/ccmlab/exercises/progress"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
 	"github.com/ccmlab/ccmlab/lab/flow"
@@ -33,7 +34,7 @@ type lab struct {
 	cloud    *cloud.Cloud
 	observer *flow.Observer
 	hub      *hub.Hub
-	store    *exercises.Store
+	store    *exprogress.Store
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -154,7 +155,7 @@ func startLab(ctx context.Context, cfg labConfig, cp cluster, srv *server.Server
 	if err := w.WaitForSync(syncCtx); err != nil {
 		return nil, err
 	}
-	l.store, err = exercises.Open(filepath.Join(cfg.dataDir, "progress.db"))
+	l.store, err = exprogress.Open(filepath.Join(cfg.dataDir, "progress.db"))
 	if err != nil {
 		return nil, err
 	}
