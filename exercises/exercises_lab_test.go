@@ -568,7 +568,7 @@ func TestConsoleRunsKubectl(t *testing.T) {
 	if res.ExitCode != 1 || !strings.Contains(res.Output, "not found") {
 		t.Errorf("a kubectl error: %+v", res)
 	}
-	if _, err := c.Run(ctx, "kubectl get ns | wc -l"); !errors.Is(err, ErrBadInput) {
+	if _, err := c.Run(ctx, "kubectl get ns | wc -l"); !errors.Is(err, console.ErrRefused) {
 		t.Errorf("a pipe: %v", err)
 	}
 
