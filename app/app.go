@@ -19,6 +19,8 @@ import (
 	"github.com/ccmlab/ccmlab/app/sim"
 	"github.com/ccmlab/ccmlab/controllers"
 	"github.com/ccmlab/ccmlab/exercises"
+	"github.com/ccmlab/ccmlab/exercises/console"
+	"github.com/ccmlab/ccmlab/exercises/progress"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/controlplane"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
@@ -167,7 +169,7 @@ func (a *App) Close() {
 type lab struct {
 	sim   *sim.Sim
 	hub   *hub.Hub
-	store *exercises.Store
+	store *progress.Store
 }
 
 // Run starts the cluster and the lab, reports ready, and runs every part
@@ -297,7 +299,7 @@ func (a *App) build(ctx, gctx context.Context, g *errgroup.Group, cl cluster, l 
 	if err := s.WaitForSync(syncCtx); err != nil {
 		return err
 	}
-	if l.store, err = exercises.Open(filepath.Join(a.dataDir, "progress.db")); err != nil {
+	if l.store, err = progress.Open(filepath.Join(a.dataDir, "progress.db")); err != nil {
 		return err
 	}
 	ex, err := exercises.New(exercises.Config{
@@ -307,14 +309,14 @@ func (a *App) build(ctx, gctx context.Context, g *errgroup.Group, cl cluster, l 
 	if err != nil {
 		return err
 	}
-	console, err := exercises.NewConsole(exercises.ConsoleConfig{DataDir: a.dataDir})
+	con, err := console.New(console.Config{DataDir: a.dataDir})
 	if err != nil {
 		return err
 	}
 	api = &server.Lab{
 		Profile: a.cfg.Profile, Cloud: s.Cloud, Controllers: s.Manager, Flow: s.Observer, Hub: l.hub,
 		Requests: requester{dp: s.Dataplane, flow: s.Observer}, Epoch: epoch,
-		Exercises: ex, Console: console,
+		Exercises: ex, Console: con,
 	}
 	a.srv.SetLab(api)
 	a.cfg.Progress("cloud, kubelets, ccm", time.Since(begin))

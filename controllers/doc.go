@@ -2,15 +2,8 @@
 //
 // It has two halves:
 //
-//   - Provider, a cloudprovider.Interface (k8s.io/cloud-provider) over the
-//     simulated cloud in lab/cloud. It is what a real cloud's CCM plugs into
-//     the shared controllers: InstancesV2 answers "which VM is this Node?",
-//     LoadBalancer builds an AWS-style load balancer for a Service, Routes
-//     keeps the route table in step with each Node's podCIDR. Every cloud
-//     call carries the calling controller's name (cloud.WithCaller), so the
-//     call log shows who asked for what, and cloud errors (AccessDenied,
-//     Throttling, InternalFailure) come back as errors with their message
-//     intact, so the real controllers emit their real failure events.
+//   - package provider: a cloudprovider.Interface over the simulated cloud,
+//     what a real cloud's CCM plugs into the shared controllers.
 //
 //   - Manager, which runs the real controllers of k8s.io/cloud-provider
 //     v0.37.2 (node, nodelifecycle, route, service) and, as an add-on, the

@@ -20,6 +20,7 @@ import (
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	servicehelper "k8s.io/cloud-provider/service/helpers"
 
+	"github.com/ccmlab/ccmlab/controllers/provider"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/profile"
 )
@@ -132,7 +133,7 @@ func TestServiceFlow(t *testing.T) {
 				lb, _ := l.lbByName(lbName)
 				return slices.Equal(targetIDs(lb), wantTargets(insts, nodePort)), strings.Join(targetIDs(lb), " ")
 			})
-			if lb.Tags[TagServiceName] != l.ns+"/web" || lb.HealthCheck == nil || lb.HealthCheck.Port != nodePort {
+			if lb.Tags[provider.TagServiceName] != l.ns+"/web" || lb.HealthCheck == nil || lb.HealthCheck.Port != nodePort {
 				t.Errorf("lb tags %v health check %+v", lb.Tags, lb.HealthCheck)
 			}
 			eventually(t, 10*time.Second, "events", func() (bool, string) {
@@ -479,7 +480,7 @@ func TestStaleServiceGetsNoLoadBalancer(t *testing.T) {
 	// removes the Services before the next test's controllers could see them.
 	ns := newLab(t, "aws", []string{}).ns
 	prov, c := newProvider(t, "aws")
-	p := prov.For(Caller(profile.Service)).withServices(env.Client.CoreV1())
+	p := prov.For(Caller(profile.Service)).WithServices(env.Client.CoreV1())
 	inst := run(t, c)
 	nodes := []*v1.Node{nodeNamed(inst.PrivateDNSName, "")}
 	create := func(name string, finalizers ...string) *v1.Service {

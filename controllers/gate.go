@@ -1,15 +1,12 @@
 package controllers
 
 import (
-	"errors"
 	"net/http"
 	"sync"
 	"time"
-)
 
-// errSwitchedOff is returned for API requests and cloud calls that a
-// controller instance attempts after it was switched off.
-var errSwitchedOff = errors.New("ccmlab: this controller was switched off; request not sent")
+	"github.com/ccmlab/ccmlab/controllers/provider"
+)
 
 // gate tracks the requests one controller instance has in flight and, once
 // closed, refuses new ones. Closing it and waiting for it to drain is what
@@ -22,8 +19,8 @@ type gate struct {
 	wg     sync.WaitGroup
 }
 
-// enter registers a request; it reports false once the gate is closed.
-func (g *gate) enter() bool {
+// Enter registers a request; it reports false once the gate is closed.
+func (g *gate) Enter() bool {
 	if g == nil {
 		return true
 	}
@@ -36,7 +33,8 @@ func (g *gate) enter() bool {
 	return true
 }
 
-func (g *gate) leave() {
+// Leave ends a request Enter admitted.
+func (g *gate) Leave() {
 	if g != nil {
 		g.wg.Done()
 	}
@@ -75,9 +73,9 @@ type gatedTransport struct {
 }
 
 func (t *gatedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if !t.g.enter() {
-		return nil, errSwitchedOff
+	if !t.g.Enter() {
+		return nil, provider.ErrSwitchedOff
 	}
-	defer t.g.leave()
+	defer t.g.Leave()
 	return t.next.RoundTrip(r)
 }

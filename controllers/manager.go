@@ -18,6 +18,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/ccmlab/ccmlab/controllers/lbc"
+	"github.com/ccmlab/ccmlab/controllers/provider"
+	"github.com/ccmlab/ccmlab/internal/pubsub"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/profile"
 )
@@ -111,7 +113,7 @@ func (t *Tuning) setDefaults() {
 }
 
 func (c *Config) setDefaults() {
-	c.ClusterName = cmp.Or(c.ClusterName, DefaultClusterName)
+	c.ClusterName = cmp.Or(c.ClusterName, provider.DefaultClusterName)
 	c.ClusterCIDR = cmp.Or(c.ClusterCIDR, "10.244.0.0/16")
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -126,13 +128,13 @@ func (c *Config) setDefaults() {
 func (c *Config) validate() error {
 	var errs []error
 	if c.RestConfig == nil && c.Client == nil {
-		errs = append(errs, errors.New("RestConfig or Client is required"))
+		errs = append(errs, errors.New("a RestConfig or a Client is required"))
 	}
 	if c.Cloud == nil {
-		errs = append(errs, errors.New("Cloud is required"))
+		errs = append(errs, errors.New("a Cloud is required"))
 	}
 	if c.Profile.Name == "" || c.Profile.ProviderName == "" {
-		errs = append(errs, errors.New("Profile is required (use profile.Get)"))
+		errs = append(errs, errors.New("a Profile is required (use profile.Get)"))
 	}
 	if c.Cloud != nil && c.Profile.Name != "" {
 		ipMode := c.Cloud.Config().IngressMode == cloud.IngressIP
@@ -190,7 +192,7 @@ type StatusChange struct {
 type Manager struct {
 	cfg      Config
 	log      *slog.Logger
-	provider *Provider
+	provider *provider.Provider
 	metrics  *controllersmetrics.ControllerManagerMetrics
 	names    []string // every controller this lab has, in page order
 	cidrs    []*net.IPNet
@@ -210,10 +212,7 @@ type Manager struct {
 	stMu sync.RWMutex
 	on   map[string]bool
 
-	subMu   sync.Mutex
-	subs    map[int]chan StatusChange
-	nextSub int
-	seq     uint64
+	switches pubsub.Broadcaster[StatusChange]
 }
 
 // NewManager checks cfg and prepares a manager; nothing runs until Run.
@@ -226,13 +225,12 @@ func NewManager(cfg Config) (*Manager, error) {
 	m := &Manager{
 		cfg:      cfg,
 		log:      cfg.Logger.With("component", "ccm"),
-		provider: NewProvider(cfg.Cloud, cfg.Profile, cfg.ClusterName),
+		provider: provider.New(cfg.Cloud, cfg.Profile, cfg.ClusterName),
 		metrics:  controllersmetrics.NewControllerManagerMetrics("ccmlab-cloud-controller-manager"),
 		cidrs:    cidrs,
 		units:    map[string]*unit{},
 		draining: map[string]*gate{},
 		on:       map[string]bool{},
-		subs:     map[int]chan StatusChange{},
 	}
 	for _, n := range profile.AllControllers() {
 		if cfg.Profile.Has(n) {
@@ -252,7 +250,7 @@ func NewManager(cfg Config) (*Manager, error) {
 
 // Provider returns the manager's cloud provider (its calls are logged as
 // "unknown"; use For to name a caller).
-func (m *Manager) Provider() *Provider { return m.provider }
+func (m *Manager) Provider() *provider.Provider { return m.provider }
 
 // Controllers lists the controllers this lab has (profile plus add-ons) in
 // the order the page shows them.
@@ -410,32 +408,11 @@ func (m *Manager) setOn(name string, on bool) {
 // full channel misses changes (visible as a gap in Seq); the manager never
 // waits for a subscriber.
 func (m *Manager) Subscribe(buf int) (<-chan StatusChange, func()) {
-	ch := make(chan StatusChange, max(buf, 1))
-	m.subMu.Lock()
-	id := m.nextSub
-	m.nextSub++
-	m.subs[id] = ch
-	m.subMu.Unlock()
-	var once sync.Once
-	return ch, func() {
-		once.Do(func() {
-			m.subMu.Lock()
-			delete(m.subs, id)
-			close(ch)
-			m.subMu.Unlock()
-		})
-	}
+	return m.switches.Subscribe(buf)
 }
 
 func (m *Manager) publish(name string, on bool) {
-	m.subMu.Lock()
-	defer m.subMu.Unlock()
-	m.seq++
-	c := StatusChange{Seq: m.seq, Controller: name, Enabled: on, Time: m.cfg.Clock.Now()}
-	for _, ch := range m.subs {
-		select {
-		case ch <- c:
-		default:
-		}
-	}
+	m.switches.PublishSeq(func(seq uint64) StatusChange {
+		return StatusChange{Seq: seq, Controller: name, Enabled: on, Time: m.cfg.Clock.Now()}
+	})
 }

@@ -16,6 +16,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 
+	"github.com/ccmlab/ccmlab/controllers/provider"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/profile"
 )
@@ -289,7 +290,7 @@ func (l *lab) converged() (bool, string) {
 	perService := map[string]int{}
 	for _, lb := range state.LoadBalancers {
 		lbs[lb.Name] = lb
-		perService[lb.Tags[TagServiceName]]++
+		perService[lb.Tags[provider.TagServiceName]]++
 	}
 	for _, s := range svcs.Items {
 		if s.DeletionTimestamp != nil {
@@ -319,7 +320,7 @@ func (l *lab) converged() (bool, string) {
 	if len(lbs) > 0 {
 		var names []string
 		for n, lb := range lbs {
-			names = append(names, n+"("+lb.Tags[TagServiceName]+")"+lbHistory(l, n))
+			names = append(names, n+"("+lb.Tags[provider.TagServiceName]+")"+lbHistory(l, n))
 		}
 		return false, "orphaned load balancers: " + strings.Join(names, " ")
 	}

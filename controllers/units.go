@@ -24,6 +24,7 @@ import (
 	_ "k8s.io/kubernetes/pkg/features"
 
 	"github.com/ccmlab/ccmlab/controllers/lbc"
+	"github.com/ccmlab/ccmlab/controllers/provider"
 	"github.com/ccmlab/ccmlab/lab/profile"
 )
 
@@ -57,7 +58,7 @@ func (m *Manager) start(name string) error {
 		cancel()
 		return fmt.Errorf("starting %s controller: %w", name, err)
 	}
-	prov := m.provider.For(Caller(name)).bind(ctx, u.gate)
+	prov := m.provider.For(Caller(name)).Bind(ctx, u.gate)
 	if name == profile.Service {
 		// The Service check before each LB creation is the lab's addition,
 		// not a request a real CCM makes; it gets a client outside the
@@ -68,7 +69,7 @@ func (m *Manager) start(name string) error {
 			cancel()
 			return fmt.Errorf("starting %s controller: %w", name, err)
 		}
-		prov = prov.withServices(checks.CoreV1())
+		prov = prov.WithServices(checks.CoreV1())
 	}
 	u.factory = informers.NewSharedInformerFactory(client, m.cfg.Tuning.InformerResync)
 	run, err := m.build(name, client, u.factory, prov)
@@ -148,7 +149,7 @@ func (m *Manager) clientFor(name string, g *gate, unlimited bool) (kubernetes.In
 
 // build constructs the named controller on factory's informers and returns
 // its blocking run function.
-func (m *Manager) build(name string, client kubernetes.Interface, factory informers.SharedInformerFactory, p *Provider) (func(context.Context), error) {
+func (m *Manager) build(name string, client kubernetes.Interface, factory informers.SharedInformerFactory, p *provider.Provider) (func(context.Context), error) {
 	t := m.cfg.Tuning
 	nodes := factory.Core().V1().Nodes()
 	switch name {

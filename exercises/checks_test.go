@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	cloudproviderapi "k8s.io/cloud-provider/api"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -121,7 +123,7 @@ func (f *fixture) node(inst cloud.Instance, i int, mods ...func(*corev1.Node)) *
 }
 
 func tainted(n *corev1.Node) {
-	n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: flow.TaintUninitialized, Value: "true", Effect: corev1.TaintEffectNoSchedule})
+	n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: cloudproviderapi.TaintExternalCloudProvider, Value: "true", Effect: corev1.TaintEffectNoSchedule})
 }
 
 func notReady(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionUnknown }
@@ -184,7 +186,7 @@ func (f *fixture) endpoints(s *corev1.Service, eps ...string) {
 // "id:port=health" and, when hc > 0, a health check on that port.
 func (f *fixture) lb(s *corev1.Service, tt cloud.TargetType, hc int32, targets ...string) cloud.LoadBalancer {
 	name := lbName(s)
-	lb, err := f.cloud.CreateLoadBalancer(f.ctx, cloud.CreateLoadBalancerInput{Name: name, TargetType: tt, Listeners: []cloud.Listener{{Protocol: "TCP", Port: 80, TargetPort: 30080}}})
+	_, err := f.cloud.CreateLoadBalancer(f.ctx, cloud.CreateLoadBalancerInput{Name: name, TargetType: tt, Listeners: []cloud.Listener{{Protocol: "TCP", Port: 80, TargetPort: 30080}}})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -215,7 +217,7 @@ func (f *fixture) lb(s *corev1.Service, tt cloud.TargetType, hc int32, targets .
 			}
 		}
 	}
-	lb, _ = f.cloud.LookupLoadBalancer(name)
+	lb, _ := f.cloud.LookupLoadBalancer(name)
 	return lb
 }
 

@@ -1,7 +1,7 @@
 // Package exercises turns the chapter into hands-on labs that check
 // themselves against the lab's real state.
 //
-// It has five parts:
+// It has five parts; progress and the console are packages of their own:
 //
 //   - The exercises (defs/*.yaml, embedded; the format is in docs/exercises.md):
 //     one file per exercise, every text in Japanese and English, with
@@ -17,19 +17,14 @@
 //     cloud, the flows, the controller switches and the data plane. Checks
 //     that prove traffic flows send their own requests through the data
 //     plane. Every kind is table-tested both passing and failing.
-//   - Progress (store.go): an SQLite file (modernc.org/sqlite, pure Go) in
-//     the data dir keeps, per exercise, when it was started, per step when
-//     it passed and how many checks it took, and per question the last
-//     answer, across restarts.
+//   - Progress (package progress): an SQLite file in the data dir keeps
+//     each exercise's start, steps passed and quiz answers across restarts.
 //   - Service (service.go, reset.go): List, Get, Check, Answer and Reset,
 //     the calls behind the HTTP endpoints. Check walks the steps in order,
 //     so a step passes only after the ones before it. Reset applies an
 //     exercise's setup to the running lab (switches, faults, objects,
 //     nodes, taints) and clears its progress.
-//   - Console (console.go): runs one kubectl command typed in the page with
-//     the embedded kubectl of the ccmlab binary, against the lab's
-//     kubeconfig, without a shell: a small quote-aware splitter refuses
-//     separators, pipes, redirections and substitutions, and a policy
-//     allows only the chapter's subcommands and no flag that reaches files,
-//     the host or other credentials.
+//   - Console (package console): runs one kubectl command typed in the
+//     page with the embedded kubectl, without a shell, under a policy that
+//     allows only the chapter's subcommands.
 package exercises

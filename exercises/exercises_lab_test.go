@@ -11,14 +11,17 @@ import (
 	"testing"
 	"time"
 
+	cloudproviderapi "k8s.io/cloud-provider/api"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/ccmlab/ccmlab/controllers"
+	"github.com/ccmlab/ccmlab/exercises/console"
+	"github.com/ccmlab/ccmlab/exercises/progress"
 	"github.com/ccmlab/ccmlab/internal/testutil"
 	"github.com/ccmlab/ccmlab/lab/cloud"
-	"github.com/ccmlab/ccmlab/lab/flow"
 	"github.com/ccmlab/ccmlab/lab/profile"
 )
 
@@ -181,7 +184,7 @@ func (w *world) stepLine(t *testing.T, id, step, sub string) string {
 // kubectl runs a line through the console with the real binary.
 func (w *world) kubectl(t *testing.T, line string) string {
 	t.Helper()
-	c, err := NewConsole(ConsoleConfig{DataDir: env.DataDir, Binary: ccmlabBinary(t)})
+	c, err := console.New(console.Config{DataDir: env.DataDir, Binary: ccmlabBinary(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +277,7 @@ func TestExerciseNoCCM(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			cur.Spec.Taints = slices.DeleteFunc(cur.Spec.Taints, func(t corev1.Taint) bool { return t.Key == flow.TaintUninitialized })
+			cur.Spec.Taints = slices.DeleteFunc(cur.Spec.Taints, func(t corev1.Taint) bool { return t.Key == cloudproviderapi.TaintExternalCloudProvider })
 			_, err = env.Client.CoreV1().Nodes().Update(ctx, cur, metav1.UpdateOptions{})
 			return err
 		}))
@@ -532,7 +535,7 @@ func TestServiceViews(t *testing.T) {
 					t.Errorf("%s/%s: the explanation shows before the step passed", s.ID, st.ID)
 				}
 				for _, c := range st.Commands {
-					if _, err := ParseCommand(c.Line); (err == nil) != c.Console {
+					if _, err := console.Parse(c.Line); (err == nil) != c.Console {
 						t.Errorf("%s: console flag of %q is %v", s.ID, c.Line, c.Console)
 					}
 				}
@@ -559,7 +562,7 @@ func TestConsoleRunsKubectl(t *testing.T) {
 	theWorld(t)
 	bin := ccmlabBinary(t)
 	ctx := context.Background()
-	c, err := NewConsole(ConsoleConfig{DataDir: env.DataDir, Binary: bin})
+	c, err := console.New(console.Config{DataDir: env.DataDir, Binary: bin})
 	must(t, err)
 
 	res, err := c.Run(ctx, "kubectl get ns")
@@ -577,11 +580,11 @@ func TestConsoleRunsKubectl(t *testing.T) {
 	if res.ExitCode != 1 || !strings.Contains(res.Output, "not found") {
 		t.Errorf("a kubectl error: %+v", res)
 	}
-	if _, err := c.Run(ctx, "kubectl get ns | wc -l"); !errors.Is(err, ErrBadInput) {
+	if _, err := c.Run(ctx, "kubectl get ns | wc -l"); !errors.Is(err, console.ErrRefused) {
 		t.Errorf("a pipe: %v", err)
 	}
 
-	short, err := NewConsole(ConsoleConfig{DataDir: env.DataDir, Binary: bin, Timeout: 2 * time.Second, MaxOutput: 300})
+	short, err := console.New(console.Config{DataDir: env.DataDir, Binary: bin, Timeout: 2 * time.Second, MaxOutput: 300})
 	must(t, err)
 	res, err = short.Run(ctx, "kubectl wait --for=delete ns/default --timeout=60s")
 	must(t, err)
@@ -606,7 +609,7 @@ func TestConsoleRunsKubectl(t *testing.T) {
 // An exercise that needs what the lab lacks is unavailable, not broken.
 func TestUnavailableExercise(t *testing.T) {
 	p, _ := profile.Get("kubevirt")
-	store, err := Open(filepath.Join(t.TempDir(), "progress.db"))
+	store, err := progress.Open(filepath.Join(t.TempDir(), "progress.db"))
 	must(t, err)
 	defer store.Close()
 	f := newFixture(t)

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+
+	"github.com/ccmlab/ccmlab/exercises/console"
 )
 
 func TestExercisesLoad(t *testing.T) {
@@ -116,7 +118,7 @@ func TestExerciseCommands(t *testing.T) {
 		for _, st := range ex.Steps {
 			runnable := 0
 			for _, c := range st.Commands {
-				if _, err := ParseCommand(c); err == nil {
+				if _, err := console.Parse(c); err == nil {
 					runnable++
 					continue
 				}
@@ -131,4 +133,4 @@ func TestExerciseCommands(t *testing.T) {
 	}
 }
 
-func mustRefusal(line string) error { _, err := ParseCommand(line); return err }
+func mustRefusal(line string) error { _, err := console.Parse(line); return err }

@@ -11,6 +11,7 @@ import (
 	"github.com/ccmlab/ccmlab/app/apptest"
 	"github.com/ccmlab/ccmlab/app/sim"
 	"github.com/ccmlab/ccmlab/controllers"
+	"github.com/ccmlab/ccmlab/exercises/progress"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/controlplane/cptest"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
@@ -33,7 +34,7 @@ type world struct {
 	dp      *dataplane.Dataplane
 	obs     *flow.Observer
 	svc     *Service
-	store   *Store
+	store   *progress.Store
 }
 
 var (
@@ -64,7 +65,7 @@ func startWorld() (*world, error) {
 		return nil, err
 	}
 	w := &world{cloud: lab.Cloud, manager: lab.Manager, dp: lab.Dataplane, obs: lab.Observer}
-	w.store, err = Open(filepath.Join(env.DataDir, "progress.db"))
+	w.store, err = progress.Open(filepath.Join(env.DataDir, "progress.db"))
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ccmlab/ccmlab/controllers"
 	"github.com/ccmlab/ccmlab/controllers/lbc"
+	"github.com/ccmlab/ccmlab/internal/kube"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/flow"
 	"github.com/ccmlab/ccmlab/lab/profile"
@@ -96,10 +97,10 @@ func (s *Service) Reset(ctx context.Context, id string) error {
 			return err
 		}
 		if err := s.updateNodes(ctx, func(n *corev1.Node) bool {
-			if hasUninitializedTaint(n) {
+			if kube.HasUninitializedTaint(n) {
 				return false
 			}
-			n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: flow.TaintUninitialized, Value: "true", Effect: corev1.TaintEffectNoSchedule})
+			n.Spec.Taints = append(n.Spec.Taints, kube.UninitializedTaint())
 			return true
 		}); err != nil {
 			return fmt.Errorf("tainting nodes: %w", err)
@@ -320,7 +321,7 @@ func (s *Service) enoughNodes(ctx context.Context, n int) (bool, string, error) 
 	}
 	ready := 0
 	for _, inst := range runningInstances(s.cfg.Env.Cloud) {
-		if node, ok := byName[inst.PrivateDNSName]; ok && nodeReady(node) {
+		if node, ok := byName[inst.PrivateDNSName]; ok && kube.NodeReady(node) {
 			ready++
 		}
 	}
@@ -339,7 +340,7 @@ func (s *Service) settled(ctx context.Context, n int, want map[string]bool) (boo
 		return false, "", err
 	}
 	for _, node := range l.Items {
-		if want[profile.Node] && hasUninitializedTaint(&node) {
+		if want[profile.Node] && kube.HasUninitializedTaint(&node) {
 			return false, "node " + node.Name + " is not initialized yet", nil
 		}
 		if want[profile.NodeLifecycle] {

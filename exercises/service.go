@@ -9,13 +9,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ccmlab/ccmlab/exercises/console"
+	"github.com/ccmlab/ccmlab/exercises/progress"
 	"github.com/ccmlab/ccmlab/internal/i18n"
 )
 
 // Config wires a Service to the lab.
 type Config struct {
 	Env   Env
-	Store *Store
+	Store *progress.Store
 	// Nodes is how many nodes the lab runs (--nodes); Reset makes sure at
 	// least this many instances run unless an exercise asks for another
 	// number. Default 3.
@@ -64,7 +66,7 @@ func New(cfg Config) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{cfg: cfg, exercises: all, byID: map[string]*Exercise{}, created: cfg.Now(),
-		console: func(line string) bool { _, err := ParseCommand(line); return err == nil }}
+		console: func(line string) bool { _, err := console.Parse(line); return err == nil }}
 	for _, ex := range all {
 		s.byID[ex.ID] = ex
 	}
@@ -190,7 +192,7 @@ func (s *Service) startOf(ctx context.Context, id string) (time.Time, error) {
 	return t, nil
 }
 
-func (s *Service) summary(ex *Exercise, lang string, steps map[string]StepProgress, answers map[string]Answer) Summary {
+func (s *Service) summary(ex *Exercise, lang string, steps map[string]progress.StepProgress, answers map[string]progress.Answer) Summary {
 	sum := Summary{ID: ex.ID, Order: ex.Order, Title: ex.Title.In(i18n.Lang(lang)), Goal: ex.Goal.In(i18n.Lang(lang)),
 		Steps: len(ex.Steps), Questions: len(ex.Quiz)}
 	if why := s.availability(ex); why != "" {
@@ -288,7 +290,7 @@ func (s *Service) Get(ctx context.Context, id, lang string) (Detail, error) {
 	return d, nil
 }
 
-func questionView(q Question, a Answer, lang string) QuestionView {
+func questionView(q Question, a progress.Answer, lang string) QuestionView {
 	v := QuestionView{ID: q.ID, Question: q.Question.In(i18n.Lang(lang)), Answered: a.Attempts > 0, Correct: a.Correct, Attempts: a.Attempts}
 	if v.Answered {
 		c := a.Choice

@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/ccmlab/ccmlab/exercises"
+	"github.com/ccmlab/ccmlab/exercises/console"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/flow"
 	"github.com/ccmlab/ccmlab/lab/profile"
@@ -31,7 +32,7 @@ type Lab struct {
 	Requests Requester
 	// Exercises and Console are nil in a lab without them.
 	Exercises *exercises.Service
-	Console   *exercises.Console
+	Console   *console.Console
 	// Epoch names this run for websocket resumption.
 	Epoch string
 }

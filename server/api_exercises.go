@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/ccmlab/ccmlab/exercises"
+	"github.com/ccmlab/ccmlab/exercises/console"
 	"github.com/ccmlab/ccmlab/server/stream"
 )
 
@@ -136,9 +137,12 @@ func (s *Server) runConsole(c echo.Context) error {
 	}
 	res, err := con.Run(c.Request().Context(), req.Command)
 	if err != nil {
-		var refused *exercises.RefusedError
-		if errors.As(err, &refused) && lang(c) == "ja" {
-			return badRequest("%s", refused.Reason.JA)
+		var refused *console.RefusedError
+		if errors.As(err, &refused) {
+			if lang(c) == "ja" {
+				return badRequest("%s", refused.Reason.JA)
+			}
+			return badRequest("%s", refused.Reason.EN)
 		}
 		return exerciseError(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/ccmlab/ccmlab/internal/pubsub"
 )
 
 // Cloud is one simulated cloud account in one region. Create it with New.
@@ -31,7 +33,7 @@ type Cloud struct {
 	faults faultState
 	step   stepState
 	log    *callLog
-	hub    hub
+	hub    pubsub.Broadcaster[Event]
 	store  *store // nil when memory-only
 }
 
@@ -222,27 +224,13 @@ type Event struct {
 	ID string `json:"id,omitempty"`
 }
 
-// hub fans events out without ever blocking the cloud. Seq is assigned and
-// sends happen under one mutex so every subscriber sees events in Seq order.
-type hub struct {
-	mu   sync.Mutex
-	seq  uint64
-	next int
-	subs map[int]chan Event
-}
-
+// publish numbers e and hands it to every subscriber with room for it; it
+// never waits, so a slow subscriber cannot stall the cloud.
 func (c *Cloud) publish(e Event) {
-	h := &c.hub
-	h.mu.Lock()
-	h.seq++
-	e.Seq = h.seq
-	for _, ch := range h.subs {
-		select {
-		case ch <- e:
-		default: // full: this subscriber misses the event, others do not wait
-		}
-	}
-	h.mu.Unlock()
+	c.hub.PublishSeq(func(seq uint64) Event {
+		e.Seq = seq
+		return e
+	})
 }
 
 func (c *Cloud) publishCall(call Call) {
@@ -255,25 +243,7 @@ func (c *Cloud) publishCall(call Call) {
 // channel is full the event is dropped for this subscriber only, which it
 // can detect as a gap in Event.Seq.
 func (c *Cloud) Subscribe(buf int) (<-chan Event, func()) {
-	ch := make(chan Event, max(buf, 1))
-	h := &c.hub
-	h.mu.Lock()
-	if h.subs == nil {
-		h.subs = map[int]chan Event{}
-	}
-	id := h.next
-	h.next++
-	h.subs[id] = ch
-	h.mu.Unlock()
-	var once sync.Once
-	return ch, func() {
-		once.Do(func() {
-			h.mu.Lock()
-			delete(h.subs, id)
-			close(ch)
-			h.mu.Unlock()
-		})
-	}
+	return c.hub.Subscribe(buf)
 }
 
 // State is a point-in-time copy of every resource, for the UI.

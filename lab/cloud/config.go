@@ -1,7 +1,6 @@
 package cloud
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -9,6 +8,8 @@ import (
 	"strings"
 
 	"k8s.io/utils/clock"
+
+	"github.com/ccmlab/ccmlab/internal/ippool"
 )
 
 // Ingress modes: how a load balancer is reached, which decides what the
@@ -211,8 +212,8 @@ func isDNSName(s string) bool {
 // one for load balancer IPs.
 type network struct {
 	vpc     netip.Prefix
-	subnets map[string]*ipPool
-	lb      *ipPool
+	subnets map[string]*ippool.Pool
+	lb      *ippool.Pool
 }
 
 func newNetwork(cfg *Config) *network {
@@ -220,85 +221,21 @@ func newNetwork(cfg *Config) *network {
 	vpc, _ := parseNetwork("VPCCIDR", cfg.VPCCIDR)
 	lb, _ := parseNetwork("LBCIDR", cfg.LBCIDR)
 	plen, _ := subnetPrefixLen(vpc, len(cfg.Zones))
-	n := &network{vpc: vpc, subnets: make(map[string]*ipPool, len(cfg.Zones)), lb: newIPPool(lb, 1, 1)}
-	base := addrToU32(vpc.Addr())
+	n := &network{vpc: vpc, subnets: make(map[string]*ippool.Pool, len(cfg.Zones)), lb: mustPool(lb, 1, 1)}
+	base := ippool.ToUint32(vpc.Addr())
 	step := uint32(1) << (32 - plen)
 	for i, z := range cfg.Zones {
-		sub := netip.PrefixFrom(u32ToAddr(base+uint32(i)*step), plen)
-		n.subnets[z] = newIPPool(sub, subnetReservedLow, 1)
+		sub := netip.PrefixFrom(ippool.FromUint32(base+uint32(i)*step), plen)
+		n.subnets[z] = mustPool(sub, subnetReservedLow, 1)
 	}
 	return n
 }
 
-// ipPool hands out IPv4 addresses from a prefix. It walks a cursor forward
-// instead of always taking the lowest free address, so an address released a
-// moment ago is not handed straight to the next instance: a stale Node or
-// endpoint still pointing at it would otherwise silently hit the wrong VM.
-type ipPool struct {
-	prefix      netip.Prefix
-	first, last uint32 // usable range, inclusive
-	next        uint32
-	used        map[uint32]struct{}
-}
-
-func newIPPool(p netip.Prefix, reservedLow, reservedHigh uint32) *ipPool {
-	base := addrToU32(p.Addr())
-	size := uint32(1) << (32 - p.Bits())
-	return &ipPool{
-		prefix: p,
-		first:  base + reservedLow,
-		last:   base + size - 1 - reservedHigh,
-		next:   base + reservedLow,
-		used:   map[uint32]struct{}{},
+// mustPool is for prefixes validate has already checked.
+func mustPool(p netip.Prefix, reservedLow, reservedHigh uint32) *ippool.Pool {
+	pool, err := ippool.New(p, reservedLow, reservedHigh)
+	if err != nil {
+		panic("cloud: validated network has an unusable prefix: " + err.Error())
 	}
-}
-
-func (p *ipPool) allocate() (netip.Addr, bool) {
-	n := p.last - p.first + 1
-	for range n {
-		a := p.next
-		if p.next == p.last {
-			p.next = p.first
-		} else {
-			p.next++
-		}
-		if _, taken := p.used[a]; !taken {
-			p.used[a] = struct{}{}
-			return u32ToAddr(a), true
-		}
-	}
-	return netip.Addr{}, false
-}
-
-// reserve marks an address loaded from the state file as taken.
-func (p *ipPool) reserve(a netip.Addr) error {
-	if !a.Is4() {
-		return fmt.Errorf("%s is not an IPv4 address", a)
-	}
-	u := addrToU32(a)
-	if u < p.first || u > p.last {
-		return fmt.Errorf("%s is outside the usable range of %s", a, p.prefix)
-	}
-	if _, taken := p.used[u]; taken {
-		return fmt.Errorf("%s is used twice", a)
-	}
-	p.used[u] = struct{}{}
-	return nil
-}
-
-func (p *ipPool) release(a netip.Addr) {
-	if a.Is4() {
-		delete(p.used, addrToU32(a))
-	}
-}
-
-func addrToU32(a netip.Addr) uint32 {
-	b := a.As4()
-	return binary.BigEndian.Uint32(b[:])
-}
-
-func u32ToAddr(u uint32) netip.Addr {
-	var b [4]byte
-	binary.BigEndian.PutUint32(b[:], u)
-	return netip.AddrFrom4(b)
+	return pool
 }

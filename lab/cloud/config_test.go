@@ -69,7 +69,7 @@ func TestConfigDefaults(t *testing.T) {
 	}
 	want := map[string]string{"ap-northeast-1a": "10.0.0.0/20", "ap-northeast-1c": "10.0.16.0/20", "ap-northeast-1d": "10.0.32.0/20"}
 	for z, p := range want {
-		if got := c.net.subnets[z].prefix.String(); got != p {
+		if got := c.net.subnets[z].Prefix().String(); got != p {
 			t.Errorf("subnet of %s = %s, want %s", z, got, p)
 		}
 	}

@@ -121,17 +121,17 @@ func (c *Cloud) RunInstance(ctx context.Context, in RunInstanceInput) (Instance,
 // subnets) and allocates the private IP.
 func (c *Cloud) placeLocked(zone string) (string, string, error) {
 	if zone != "" {
-		ip, ok := c.net.subnets[zone].allocate()
+		ip, ok := c.net.subnets[zone].Allocate()
 		if !ok {
 			return "", "", errorf(ErrNoAddresses, "There are not enough free addresses in the subnet of %s (%s) to satisfy the requested number of instances.",
-				zone, c.net.subnets[zone].prefix)
+				zone, c.net.subnets[zone].Prefix())
 		}
 		return zone, ip.String(), nil
 	}
 	n := len(c.cfg.Zones)
 	for i := range n {
 		z := c.cfg.Zones[(c.nextZone+i)%n]
-		if ip, ok := c.net.subnets[z].allocate(); ok {
+		if ip, ok := c.net.subnets[z].Allocate(); ok {
 			c.nextZone = (c.nextZone + i + 1) % n
 			return z, ip.String(), nil
 		}
@@ -163,7 +163,7 @@ func (c *Cloud) removeInstanceLocked(rec *instanceRec) {
 	delete(c.instances, rec.ID)
 	delete(c.byDNS, rec.PrivateDNSName)
 	if sn, ok := c.net.subnets[rec.Zone]; ok {
-		sn.release(parseAddr(rec.PrivateIP))
+		sn.Release(parseAddr(rec.PrivateIP))
 	}
 }
 

@@ -163,9 +163,9 @@ func (c *Cloud) CreateLoadBalancer(ctx context.Context, in CreateLoadBalancerInp
 			CreatedAt:  c.now(),
 		}
 		if c.cfg.IngressMode == IngressIP {
-			ip, ok := c.net.lb.allocate()
+			ip, ok := c.net.lb.Allocate()
 			if !ok {
-				return "", errorf(ErrNoAddresses, "No free load balancer address left in %s", c.net.lb.prefix)
+				return "", errorf(ErrNoAddresses, "No free load balancer address left in %s", c.net.lb.Prefix())
 			}
 			lb.IP = ip.String()
 		} else {
@@ -388,7 +388,7 @@ func (c *Cloud) DeleteLoadBalancer(ctx context.Context, name string) error {
 			return "", err
 		}
 		if lb.IP != "" {
-			c.net.lb.release(parseAddr(lb.IP))
+			c.net.lb.Release(parseAddr(lb.IP))
 		}
 		delete(c.lbs, name)
 		emit(EventLoadBalancer, name)

@@ -261,7 +261,7 @@ func (c *Cloud) restore(f *stateFile) error {
 		if err != nil {
 			return fmt.Errorf("instance %s has a malformed private IP %q", inst.ID, inst.PrivateIP)
 		}
-		if err := sn.reserve(a); err != nil {
+		if err := sn.Reserve(a); err != nil {
 			return fmt.Errorf("instance %s private IP: %v", inst.ID, err)
 		}
 		if _, dup := c.byDNS[inst.PrivateDNSName]; dup || inst.PrivateDNSName == "" {
@@ -290,7 +290,7 @@ func (c *Cloud) restore(f *stateFile) error {
 			if err != nil {
 				return fmt.Errorf("load balancer %s has a malformed IP %q", lb.Name, lb.IP)
 			}
-			if err := c.net.lb.reserve(a); err != nil {
+			if err := c.net.lb.Reserve(a); err != nil {
 				return fmt.Errorf("load balancer %s IP: %v", lb.Name, err)
 			}
 		}

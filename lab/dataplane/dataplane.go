@@ -15,12 +15,12 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
+	"github.com/ccmlab/ccmlab/internal/kube"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/profile"
 )
@@ -144,7 +144,7 @@ func New(cfg Config) (*Dataplane, error) {
 
 	// Only what routing reads is kept: managedFields are the bulk of most
 	// objects and nobody here looks at them.
-	d.factory = informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0, informers.WithTransform(dropManagedFields))
+	d.factory = informers.NewSharedInformerFactoryWithOptions(cfg.Client, 0, informers.WithTransform(kube.DropManagedFields))
 	svc := d.factory.Core().V1().Services().Informer()
 	eps := d.factory.Discovery().V1().EndpointSlices().Informer()
 	nodes := d.factory.Core().V1().Nodes().Informer()
@@ -440,13 +440,6 @@ func (r *roundRobin) pick(key string, n int) int {
 	i := r.next[key]
 	r.next[key] = i + 1
 	return int(i % uint64(n))
-}
-
-func dropManagedFields(obj any) (any, error) {
-	if a, err := meta.Accessor(obj); err == nil {
-		a.SetManagedFields(nil)
-	}
-	return obj, nil
 }
 
 // Informer indexes, so that a request costs lookups rather than scans.

@@ -6,6 +6,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/ccmlab/ccmlab/internal/kube"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 )
 
@@ -96,7 +97,7 @@ func (e *env) targetHealth(lb *cloud.LoadBalancer, svc *v1.Service, t cloud.Targ
 	}
 	// kube-proxy answers on a NodePort on every node, so a TCP check only
 	// fails when the node itself is down.
-	if !nodeReady(node) {
+	if !kube.NodeReady(node) {
 		return cloud.TargetUnhealthy, fmt.Sprintf("node %s is not Ready", node.Name), true
 	}
 	return cloud.TargetHealthy, "", true

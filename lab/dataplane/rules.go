@@ -427,15 +427,6 @@ func clusterIPs(svc *v1.Service) []string {
 	return out
 }
 
-func nodeReady(n *v1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == v1.NodeReady {
-			return c.Status == v1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // pickTarget is the load balancer's choice for one connection on listener
 // l: round-robin over the healthy targets; before the first health check
 // has finished, over those still "initial" (so a new load balancer works

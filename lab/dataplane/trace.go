@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/ccmlab/ccmlab/internal/pubsub"
 )
 
 // Request kinds: where a request enters the network.
@@ -104,12 +106,13 @@ type traceLog struct {
 	ring []Trace
 	next int // where the next trace goes
 	full bool
-	subs map[int]chan Trace
-	seq  int
+	subs pubsub.Broadcaster[Trace]
 }
 
 func newTraceLog(size int) *traceLog {
-	return &traceLog{ring: make([]Trace, size), subs: map[int]chan Trace{}}
+	l := &traceLog{ring: make([]Trace, size)}
+	l.subs.Copy = Trace.clone
+	return l
 }
 
 func (l *traceLog) add(t Trace) {
@@ -120,12 +123,8 @@ func (l *traceLog) add(t Trace) {
 	if l.next == 0 {
 		l.full = true
 	}
-	for _, ch := range l.subs {
-		select {
-		case ch <- t.clone():
-		default:
-		}
-	}
+	// Under l.mu, so subscribers get traces in the ring's order.
+	l.subs.Publish(t)
 }
 
 // list returns the kept traces, oldest first.
@@ -148,19 +147,5 @@ func (l *traceLog) list() []Trace {
 }
 
 func (l *traceLog) subscribe(buf int) (<-chan Trace, func()) {
-	ch := make(chan Trace, max(buf, 1))
-	l.mu.Lock()
-	id := l.seq
-	l.seq++
-	l.subs[id] = ch
-	l.mu.Unlock()
-	var once sync.Once
-	return ch, func() {
-		once.Do(func() {
-			l.mu.Lock()
-			delete(l.subs, id)
-			close(ch)
-			l.mu.Unlock()
-		})
-	}
+	return l.subs.Subscribe(buf)
 }

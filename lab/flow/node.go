@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/ccmlab/ccmlab/internal/i18n"
+	cloudproviderapi "k8s.io/cloud-provider/api"
+
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/flow/flowtext"
 )
@@ -58,7 +60,7 @@ func deriveNode(in nodeInput, firstSeen map[int]time.Time) NodeFlow {
 				ev[2] = proof(time.Time{}, flowtext.QueryImplied)
 			}
 			if !n.Tainted() {
-				ev[4] = proof(time.Time{}, flowtext.TaintRemoved, "taint", TaintUninitialized)
+				ev[4] = proof(time.Time{}, flowtext.TaintRemoved, "taint", cloudproviderapi.TaintExternalCloudProvider)
 			}
 		}
 	}

@@ -6,14 +6,14 @@ import (
 	"strings"
 	"time"
 
+	cloudproviderapi "k8s.io/cloud-provider/api"
+
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 )
 
 // Well-known names the chapter is about.
 const (
-	TaintUninitialized = "node.cloudprovider.kubernetes.io/uninitialized"
-	TaintShutdown      = "node.cloudprovider.kubernetes.io/shutdown"
 	FinalizerLBCleanup = "service.kubernetes.io/load-balancer-cleanup"
 	LabelZone          = "topology.kubernetes.io/zone"
 	LabelRegion        = "topology.kubernetes.io/region"
@@ -38,7 +38,7 @@ type NodeView struct {
 // Tainted reports whether the node still waits for the cloud.
 func (n NodeView) Tainted() bool {
 	for _, t := range n.Taints {
-		if strings.HasPrefix(t, TaintUninitialized+"=") || t == TaintUninitialized+":NoSchedule" {
+		if strings.HasPrefix(t, cloudproviderapi.TaintExternalCloudProvider+"=") || t == cloudproviderapi.TaintExternalCloudProvider+":NoSchedule" {
 			return true
 		}
 	}

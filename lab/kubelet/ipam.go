@@ -1,12 +1,13 @@
 package kubelet
 
 import (
-	"encoding/binary"
 	"fmt"
 	"net/netip"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ccmlab/ccmlab/internal/ippool"
 )
 
 // ipPool hands out Pod IPs from one IPv4 prefix and remembers which Pod
@@ -18,12 +19,11 @@ import (
 // sandbox was given, as on a real node, even if the Node was re-registered
 // and got a different podCIDR.
 type ipPool struct {
-	mu     sync.Mutex
-	prefix netip.Prefix
-	// next is a cursor: walking forward instead of taking the lowest free
-	// address keeps a just-released IP from going straight to the next Pod,
-	// where a stale Endpoint could still point at it.
-	next  uint32
+	mu sync.Mutex
+	// addrs is the current prefix's cursor pool (nil before the first
+	// allocation); byIP is the truth about who holds what, including
+	// addresses outside the current prefix.
+	addrs *ippool.Pool
 	byIP  map[netip.Addr]types.UID
 	byUID map[types.UID]netip.Addr
 }
@@ -32,16 +32,12 @@ func newIPPool() *ipPool {
 	return &ipPool{byIP: map[netip.Addr]types.UID{}, byUID: map[types.UID]netip.Addr{}}
 }
 
-// usableRange skips the network address and .1 (the CNI bridge or VPC
+// Pod addresses skip the network address and .1 (the CNI bridge or VPC
 // router on a real node) and the broadcast address.
-func usableRange(p netip.Prefix) (first, last uint32, ok bool) {
-	if !p.Addr().Is4() || p.Bits() > 30 {
-		return 0, 0, false
-	}
-	base := addrToU32(p.Masked().Addr())
-	size := uint32(1) << (32 - p.Bits())
-	return base + 2, base + size - 2, true
-}
+const (
+	podReservedLow  = 2
+	podReservedHigh = 1
+)
 
 // adopt records addr as uid's, for IPs read back from the API after a
 // restart. It reports false when a different Pod already holds addr.
@@ -52,11 +48,27 @@ func (p *ipPool) adopt(uid types.UID, addr netip.Addr) bool {
 		return owner == uid
 	}
 	if old, ok := p.byUID[uid]; ok {
-		delete(p.byIP, old)
+		p.forget(old)
 	}
+	p.take(uid, addr)
+	return true
+}
+
+// take records addr as uid's and, if it is in the current prefix, as used
+// there.
+func (p *ipPool) take(uid types.UID, addr netip.Addr) {
 	p.byIP[addr] = uid
 	p.byUID[uid] = addr
-	return true
+	if p.addrs != nil && p.addrs.Contains(addr) {
+		_ = p.addrs.Reserve(addr) // cannot fail: byIP said it was free
+	}
+}
+
+func (p *ipPool) forget(addr netip.Addr) {
+	delete(p.byIP, addr)
+	if p.addrs != nil {
+		p.addrs.Release(addr)
+	}
 }
 
 // lookup returns the address uid holds, if any.
@@ -77,34 +89,33 @@ func (p *ipPool) allocate(prefix netip.Prefix, uid types.UID, exists func() bool
 	if a, ok := p.byUID[uid]; ok {
 		return a, nil
 	}
-	first, last, ok := usableRange(prefix)
-	if !ok {
-		return netip.Addr{}, fmt.Errorf("pod CIDR %s: want an IPv4 prefix of /30 or shorter", prefix)
+	var fresh *ippool.Pool
+	if p.addrs == nil || p.addrs.Prefix() != prefix.Masked() {
+		var err error
+		if fresh, err = ippool.New(prefix, podReservedLow, podReservedHigh); err != nil {
+			return netip.Addr{}, fmt.Errorf("pod CIDR %s: want an IPv4 prefix of /30 or shorter", prefix)
+		}
 	}
 	if !exists() {
 		return netip.Addr{}, errPodGone
 	}
-	if prefix != p.prefix {
-		p.prefix = prefix
-		p.next = first
-	}
-	if p.next < first || p.next > last {
-		p.next = first
-	}
-	for range last - first + 1 {
-		a := u32ToAddr(p.next)
-		if p.next == last {
-			p.next = first
-		} else {
-			p.next++
-		}
-		if _, taken := p.byIP[a]; !taken {
-			p.byIP[a] = uid
-			p.byUID[uid] = a
-			return a, nil
+	if fresh != nil {
+		// A new prefix (first Pod, or the Node was re-registered): the
+		// cursor starts over, and addresses Pods still hold stay taken.
+		p.addrs = fresh
+		for a := range p.byIP {
+			if fresh.Contains(a) {
+				_ = fresh.Reserve(a)
+			}
 		}
 	}
-	return netip.Addr{}, fmt.Errorf("pod CIDR %s has no free address left", prefix)
+	a, ok := p.addrs.Allocate()
+	if !ok {
+		return netip.Addr{}, fmt.Errorf("pod CIDR %s has no free address left", prefix)
+	}
+	p.byIP[a] = uid
+	p.byUID[uid] = a
+	return a, nil
 }
 
 // release frees whatever uid holds; releasing twice is harmless.
@@ -113,7 +124,7 @@ func (p *ipPool) release(uid types.UID) {
 	defer p.mu.Unlock()
 	if a, ok := p.byUID[uid]; ok {
 		delete(p.byUID, uid)
-		delete(p.byIP, a)
+		p.forget(a)
 	}
 }
 
@@ -121,17 +132,6 @@ func (p *ipPool) len() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.byUID)
-}
-
-func addrToU32(a netip.Addr) uint32 {
-	b := a.As4()
-	return binary.BigEndian.Uint32(b[:])
-}
-
-func u32ToAddr(u uint32) netip.Addr {
-	var b [4]byte
-	binary.BigEndian.PutUint32(b[:], u)
-	return netip.AddrFrom4(b)
 }
 
 // vpcPodRange is where the vpc-cni profile takes Pod IPs: the upper half of
@@ -152,6 +152,6 @@ func vpcPodRange(vpcCIDR string, zones int) (netip.Prefix, error) {
 		return netip.Prefix{}, fmt.Errorf("VPC %s with %d zones: the zone subnets reach into the upper half, which the vpc-cni profile needs for Pod IPs", vpc, zones)
 	}
 	half := netip.PrefixFrom(vpc.Masked().Addr(), vpc.Bits()+1)
-	upper := u32ToAddr(addrToU32(half.Addr()) | 1<<(32-half.Bits()))
+	upper := ippool.FromUint32(ippool.ToUint32(half.Addr()) | 1<<(32-half.Bits()))
 	return netip.PrefixFrom(upper, half.Bits()), nil
 }

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -21,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/ccmlab/ccmlab/internal/kube"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 )
 
@@ -106,7 +106,7 @@ func New(cfg Config) (*Manager, error) {
 	m.pods = corelisters.NewPodLister(m.podInformer.GetIndexer())
 	m.nodes = corelisters.NewNodeLister(m.nodeInformer.GetIndexer())
 	for _, inf := range []cache.SharedIndexInformer{m.podInformer, m.nodeInformer} {
-		if err := inf.SetTransform(dropManagedFields); err != nil {
+		if err := inf.SetTransform(kube.DropManagedFields); err != nil {
 			return nil, err
 		}
 	}
@@ -125,15 +125,6 @@ func New(cfg Config) (*Manager, error) {
 		return nil, err
 	}
 	return m, nil
-}
-
-// dropManagedFields keeps the caches small: with 1,000 Nodes the managed
-// fields would be most of what is held.
-func dropManagedFields(obj any) (any, error) {
-	if a, err := meta.Accessor(obj); err == nil {
-		a.SetManagedFields(nil)
-	}
-	return obj, nil
 }
 
 func podNodeNameIndex(obj any) ([]string, error) {
@@ -408,7 +399,7 @@ func (m *Manager) nodeUpdated(oldObj, newObj any) {
 	if !ok1 || !ok2 {
 		return
 	}
-	if o.Spec.PodCIDR != n.Spec.PodCIDR || internalIP(o) != internalIP(n) {
+	if o.Spec.PodCIDR != n.Spec.PodCIDR || kube.InternalIP(o) != kube.InternalIP(n) {
 		m.nodeAdded(n)
 	}
 }
@@ -422,13 +413,4 @@ func (m *Manager) nodeDeleted(obj any) {
 			k.pokeNodeGone()
 		}
 	}
-}
-
-func internalIP(n *v1.Node) string {
-	for _, a := range n.Status.Addresses {
-		if a.Type == v1.NodeInternalIP {
-			return a.Address
-		}
-	}
-	return ""
 }

@@ -11,9 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	cloudproviderapi "k8s.io/cloud-provider/api"
 	"k8s.io/utils/ptr"
 
+	"github.com/ccmlab/ccmlab/internal/kube"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 )
 
@@ -157,11 +157,7 @@ func newNode(inst cloud.Instance, bootID string, now metav1.Time) *v1.Node {
 			},
 		},
 		Spec: v1.NodeSpec{
-			Taints: []v1.Taint{{
-				Key:    cloudproviderapi.TaintExternalCloudProvider,
-				Value:  "true",
-				Effect: v1.TaintEffectNoSchedule,
-			}},
+			Taints: []v1.Taint{kube.UninitializedTaint()},
 		},
 		Status: v1.NodeStatus{
 			Capacity:        nodeCapacity(),

@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
+
+	"github.com/ccmlab/ccmlab/internal/kube"
 )
 
 // errPodGone: the Pod was deleted before it got an address.
@@ -86,7 +88,7 @@ func (m *Manager) syncPod(key string) error {
 	if err != nil {
 		return nil // not in the cache yet; its add event enqueues the node's Pods
 	}
-	hostIP := internalIP(node)
+	hostIP := kube.InternalIP(node)
 	if hostIP == "" {
 		hostIP = k.instance().PrivateIP
 	}

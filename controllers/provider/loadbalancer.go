@@ -1,4 +1,4 @@
-package controllers
+package provider
 
 import (
 	"cmp"
@@ -287,9 +287,9 @@ func (p *Provider) nodeInstanceIDs(ctx context.Context, nodes []*v1.Node) ([]str
 		if n.Spec.ProviderID == "" {
 			continue
 		}
-		if ref, err := p.parseProviderID(n.Spec.ProviderID); err == nil && ref.id != "" {
-			wanted[i] = ref.id
-			unresolved = unresolved || (!live[ref.id] && byName[n.Name] == "")
+		if ref, err := p.profile.ParseProviderID(n.Spec.ProviderID); err == nil && ref.InstanceID != "" {
+			wanted[i] = ref.InstanceID
+			unresolved = unresolved || (!live[ref.InstanceID] && byName[n.Name] == "")
 		}
 	}
 	if unresolved {

@@ -1,4 +1,4 @@
-package controllers
+package provider
 
 import (
 	"context"
@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,7 +35,7 @@ func newProvider(t *testing.T, profileName string) (*Provider, *cloud.Cloud) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return NewProvider(c, prof, ""), c
+	return New(c, prof, ""), c
 }
 
 func run(t *testing.T, c *cloud.Cloud) cloud.Instance {
@@ -392,22 +392,53 @@ func TestProviderSwitchedOff(t *testing.T) {
 	prov, c := newProvider(t, "aws")
 	inst := run(t, c)
 	life, cancel := context.WithCancel(context.Background())
-	g := &gate{}
-	p := prov.For("node-controller").bind(life, g)
+	g := &testGate{}
+	p := prov.For("node-controller").Bind(life, g)
 	if _, err := p.InstanceExists(context.Background(), nodeNamed(inst.PrivateDNSName, "")); err != nil {
 		t.Fatal(err)
 	}
 	cancel()
-	if !g.close(time.Second) {
-		t.Fatal("gate did not drain")
+	g.close()
+	if g.inFlight != 0 {
+		t.Fatalf("%d calls still in flight after the call returned", g.inFlight)
 	}
 	before := len(c.Calls(0))
-	if _, err := p.InstanceExists(context.Background(), nodeNamed(inst.PrivateDNSName, "")); !errors.Is(err, errSwitchedOff) {
-		t.Errorf("err = %v, want errSwitchedOff", err)
+	if _, err := p.InstanceExists(context.Background(), nodeNamed(inst.PrivateDNSName, "")); !errors.Is(err, ErrSwitchedOff) {
+		t.Errorf("err = %v, want ErrSwitchedOff", err)
 	}
 	if n := len(c.Calls(0)) - before; n != 0 {
 		t.Errorf("%d cloud calls after switch-off", n)
 	}
+}
+
+// testGate is the manager's gate in miniature: it counts calls in flight
+// and refuses new ones once closed.
+type testGate struct {
+	mu       sync.Mutex
+	closed   bool
+	inFlight int
+}
+
+func (g *testGate) Enter() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return false
+	}
+	g.inFlight++
+	return true
+}
+
+func (g *testGate) Leave() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.inFlight--
+}
+
+func (g *testGate) close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.closed = true
 }
 
 func findLB(c *cloud.Cloud, name string) (cloud.LoadBalancer, bool) {
@@ -420,3 +451,13 @@ func findLB(c *cloud.Cloud, name string) (cloud.LoadBalancer, bool) {
 }
 
 func itoa(i int32) string { return strconv.Itoa(int(i)) }
+
+// targetIDs is "instance:port" per target, sorted, as the assertions compare them.
+func targetIDs(lb cloud.LoadBalancer) []string {
+	var out []string
+	for _, t := range lb.Targets {
+		out = append(out, t.ID+":"+strconv.Itoa(int(t.Port)))
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,9 +1,9 @@
-package controllers
+package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"strings"
 
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
@@ -18,7 +18,7 @@ var _ cloudprovider.Interface = (*Provider)(nil)
 // shared k8s.io/cloud-provider controllers can drive its cloud. It is safe
 // for concurrent use.
 //
-// A Provider made by NewProvider calls the cloud as "unknown"; For returns a
+// A Provider made by New calls the cloud as "unknown"; For returns a
 // view that names its caller, and the Manager hands every controller such a
 // view, additionally bound to that controller instance's lifetime.
 type Provider struct {
@@ -34,15 +34,15 @@ type Provider struct {
 	life context.Context
 	// gate, when set, refuses calls after the instance is switched off and
 	// lets the manager wait for calls in flight.
-	gate *gate
+	gate Gate
 	// services, when set, is the controller instance's own client, used to
 	// confirm a Service still exists before its load balancer is created.
 	services corev1client.ServicesGetter
 }
 
-// NewProvider returns a Provider over c that behaves as profile p describes.
+// New returns a Provider over c that behaves as profile p describes.
 // clusterName tags the load balancers it creates ("" means "ccmlab").
-func NewProvider(c *cloud.Cloud, p profile.Profile, clusterName string) *Provider {
+func New(c *cloud.Cloud, p profile.Profile, clusterName string) *Provider {
 	if clusterName == "" {
 		clusterName = DefaultClusterName
 	}
@@ -60,16 +60,29 @@ func (p *Provider) For(caller string) *Provider {
 	return &v
 }
 
-// bind returns a view whose calls end with life and pass through g.
-func (p *Provider) bind(life context.Context, g *gate) *Provider {
+// Gate admits the cloud calls of one controller instance. The manager
+// closes it when the instance is switched off: from then on Enter reports
+// false, and the manager waits for the calls that entered to Leave.
+type Gate interface {
+	Enter() bool
+	Leave()
+}
+
+// ErrSwitchedOff is returned for API requests and cloud calls that a
+// controller instance attempts after it was switched off.
+var ErrSwitchedOff = errors.New("ccmlab: this controller was switched off; request not sent")
+
+// Bind returns a view whose calls end with life (even calls upstream code
+// makes with context.TODO()) and pass through g.
+func (p *Provider) Bind(life context.Context, g Gate) *Provider {
 	v := *p
 	v.life, v.gate = life, g
 	return &v
 }
 
-// withServices returns a view that confirms a Service with the apiserver
+// WithServices returns a view that confirms a Service with the apiserver
 // before creating its load balancer (see EnsureLoadBalancer).
-func (p *Provider) withServices(s corev1client.ServicesGetter) *Provider {
+func (p *Provider) WithServices(s corev1client.ServicesGetter) *Provider {
 	v := *p
 	v.services = s
 	return &v
@@ -85,21 +98,25 @@ func (p *Provider) begin(ctx context.Context) (_ context.Context, end func(), _ 
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if !p.gate.enter() {
-		return nil, nil, errSwitchedOff
+	if p.gate != nil && !p.gate.Enter() {
+		return nil, nil, ErrSwitchedOff
+	}
+	leave := func() {}
+	if p.gate != nil {
+		leave = p.gate.Leave
 	}
 	if p.caller != "" {
 		ctx = cloud.WithCaller(ctx, p.caller)
 	}
 	if p.life == nil {
-		return ctx, p.gate.leave, nil
+		return ctx, leave, nil
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(p.life, cancel)
 	return ctx, func() {
 		stop()
 		cancel()
-		p.gate.leave()
+		leave()
 	}, nil
 }
 
@@ -145,45 +162,15 @@ func (p *Provider) ProviderName() string { return p.profile.ProviderName }
 // HasClusterID reports true: every load balancer is tagged with the cluster.
 func (p *Provider) HasClusterID() bool { return true }
 
-// ProviderID returns the providerID a Node on instance inst gets:
-// "aws:///<zone>/<instance-id>" or, in the kubevirt profile,
-// "kubevirt://<node-name>".
+// ProviderID returns the providerID a Node on instance inst gets, as the
+// profile spells it (profile.Profile.ProviderID).
 func (p *Provider) ProviderID(inst cloud.Instance) string {
-	if p.profile.ProviderName == "kubevirt" {
-		return "kubevirt://" + inst.PrivateDNSName
-	}
-	return fmt.Sprintf("%s:///%s/%s", p.profile.ProviderName, inst.Zone, inst.ID)
+	return p.profile.ProviderID(Machine(inst))
 }
 
-// instanceRef is what a providerID names: an instance ID (aws) or a node
-// name (kubevirt, where the VM is named after the node).
-type instanceRef struct {
-	id, name string
-}
-
-// parseProviderID understands the forms ProviderID produces, plus the short
-// "aws://i-..." form some tools write.
-func (p *Provider) parseProviderID(providerID string) (instanceRef, error) {
-	scheme := p.profile.ProviderName + "://"
-	rest, ok := strings.CutPrefix(providerID, scheme)
-	if !ok || rest == "" {
-		return instanceRef{}, fmt.Errorf("providerID %q: want %q", providerID, p.providerIDPattern())
-	}
-	if p.profile.ProviderName == "kubevirt" {
-		return instanceRef{name: rest}, nil
-	}
-	id := rest[strings.LastIndexByte(rest, '/')+1:]
-	if !strings.HasPrefix(id, "i-") {
-		return instanceRef{}, fmt.Errorf("providerID %q: want %q", providerID, p.providerIDPattern())
-	}
-	return instanceRef{id: id}, nil
-}
-
-func (p *Provider) providerIDPattern() string {
-	if p.profile.ProviderName == "kubevirt" {
-		return "kubevirt://<node-name>"
-	}
-	return p.profile.ProviderName + ":///<zone>/<instance-id>"
+// Machine is what a providerID names of an instance.
+func Machine(inst cloud.Instance) profile.Machine {
+	return profile.Machine{Zone: inst.Zone, InstanceID: inst.ID, NodeName: inst.PrivateDNSName}
 }
 
 // wrap adds what was being done to a cloud error, keeping its text (for

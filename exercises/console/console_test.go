@@ -1,4 +1,4 @@
-package exercises
+package console
 
 import (
 	"errors"
@@ -69,13 +69,13 @@ func TestConsoleRefuses(t *testing.T) {
 		{"kubectl cluster-info dump", "kubectl cluster-info is not available"},
 		{"kubectl frobnicate", "kubectl frobnicate is not available"},
 	} {
-		_, err := ParseCommand(tc.line)
+		_, err := Parse(tc.line)
 		if err == nil {
 			t.Errorf("%q was accepted", tc.line)
 			continue
 		}
-		if !errors.Is(err, ErrBadInput) {
-			t.Errorf("%q: error %v is not ErrBadInput", tc.line, err)
+		if !errors.Is(err, ErrRefused) {
+			t.Errorf("%q: error %v is not ErrRefused", tc.line, err)
 		}
 		var re *RefusedError
 		if !errors.As(err, &re) || !re.Reason.Complete() || strings.Contains(re.Reason.JA+re.Reason.EN, "%!") {
@@ -109,7 +109,7 @@ func TestConsoleAccepts(t *testing.T) {
 		{"kubectl get svc ''", []string{"get", "svc", ""}},
 		{"kubectl wait --for=delete pod/x --timeout=5s", []string{"wait", "--for=delete", "pod/x", "--timeout=5s"}},
 	} {
-		args, err := ParseCommand(tc.line)
+		args, err := Parse(tc.line)
 		if err != nil {
 			t.Errorf("%q refused: %v", tc.line, err)
 			continue

@@ -1,4 +1,4 @@
-package controllers
+package provider
 
 import (
 	"context"
@@ -69,14 +69,14 @@ func nodeAddresses(inst cloud.Instance) []v1.NodeAddress {
 // instance at all; a terminated one is returned as found.
 func (p *Provider) findInstance(ctx context.Context, node *v1.Node) (cloud.Instance, bool, error) {
 	if node.Spec.ProviderID != "" {
-		ref, err := p.parseProviderID(node.Spec.ProviderID)
+		ref, err := p.profile.ParseProviderID(node.Spec.ProviderID)
 		if err != nil {
 			return cloud.Instance{}, false, fmt.Errorf("node %q: %w", node.Name, err)
 		}
-		if ref.id != "" {
-			return p.instanceByID(ctx, ref.id)
+		if ref.InstanceID != "" {
+			return p.instanceByID(ctx, ref.InstanceID)
 		}
-		return p.instanceByName(ctx, ref.name)
+		return p.instanceByName(ctx, ref.NodeName)
 	}
 	return p.instanceByName(ctx, node.Name)
 }

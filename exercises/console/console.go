@@ -1,4 +1,4 @@
-package exercises
+package console
 
 import (
 	"bytes"
@@ -15,22 +15,26 @@ import (
 	"github.com/ccmlab/ccmlab/internal/i18n"
 )
 
+// ErrRefused is what every *RefusedError wraps: the line is not an allowed
+// kubectl command (a bad request, not a failure of the lab).
+var ErrRefused = errors.New("refused by the console")
+
 // RefusedError is why the console will not run a line. Error() is the
-// English text; Reason has both languages. It wraps ErrBadInput.
+// English text; Reason has both of the lab's languages.
 type RefusedError struct {
-	Reason Text
+	Reason i18n.Text
 }
 
 func (e *RefusedError) Error() string { return e.Reason.EN }
 
-// Unwrap makes errors.Is(err, ErrBadInput) hold.
-func (e *RefusedError) Unwrap() error { return ErrBadInput }
+// Unwrap makes errors.Is(err, ErrRefused) hold.
+func (e *RefusedError) Unwrap() error { return ErrRefused }
 
 func refuse(ja, en string, args ...any) error {
 	return &RefusedError{i18n.Textf(ja, en, args...)}
 }
 
-func refuseText(ja, en string) error { return &RefusedError{Text{JA: ja, EN: en}} }
+func refuseText(ja, en string) error { return &RefusedError{i18n.Text{JA: ja, EN: en}} }
 
 // splitLine splits a command line into words the way a POSIX shell does
 // for plain words, 'single quotes', "double quotes" and backslashes, and
@@ -132,11 +136,11 @@ func allowedVerbs() []string {
 }
 
 // refusedVerbs says why a known kubectl subcommand is not available.
-func refusedVerbs() map[string]Text {
-	files := Text{JA: "ファイルを読みます。create / expose / patch を使ってください", EN: "it reads files; use create, expose or patch instead"}
-	containers := Text{JA: "コンテナやホストに入り込みます", EN: "it reaches into containers or the host"}
-	ports := Text{JA: "ホストのポートを開きます", EN: "it opens ports on the host"}
-	return map[string]Text{
+func refusedVerbs() map[string]i18n.Text {
+	files := i18n.Text{JA: "ファイルを読みます。create / expose / patch を使ってください", EN: "it reads files; use create, expose or patch instead"}
+	containers := i18n.Text{JA: "コンテナやホストに入り込みます", EN: "it reaches into containers or the host"}
+	ports := i18n.Text{JA: "ホストのポートを開きます", EN: "it opens ports on the host"}
+	return map[string]i18n.Text{
 		"apply": files, "replace": files, "kustomize": files, "diff": files,
 		"exec": containers, "attach": containers, "cp": containers, "debug": containers, "logs": containers,
 		"proxy": ports, "port-forward": ports,
@@ -156,12 +160,12 @@ func refusedVerbs() map[string]Text {
 
 // refusedFlags says why a flag is refused. Flags whose name contains
 // "file", "dir" or "kubeconfig" are refused as well.
-func refusedFlags() map[string]Text {
-	file := Text{JA: "ファイルを読みます", EN: "it reads files"}
-	creds := Text{JA: "接続先や認証情報を変えます。コンソールはいつもラボのクラスタに接続します", EN: "it changes where or as whom kubectl connects; the console always talks to the lab"}
-	interactive := Text{JA: "対話的な入出力はコンソールにありません", EN: "the console has no interactive terminal"}
-	watch := Text{JA: "終わらずに待ち続けます。もう一度 get を実行してください", EN: "it never ends; run get again instead"}
-	return map[string]Text{
+func refusedFlags() map[string]i18n.Text {
+	file := i18n.Text{JA: "ファイルを読みます", EN: "it reads files"}
+	creds := i18n.Text{JA: "接続先や認証情報を変えます。コンソールはいつもラボのクラスタに接続します", EN: "it changes where or as whom kubectl connects; the console always talks to the lab"}
+	interactive := i18n.Text{JA: "対話的な入出力はコンソールにありません", EN: "the console has no interactive terminal"}
+	watch := i18n.Text{JA: "終わらずに待ち続けます。もう一度 get を実行してください", EN: "it never ends; run get again instead"}
+	return map[string]i18n.Text{
 		"filename": file, "kustomize": file, "recursive": file, "from-file": file, "from-env-file": file, "env-file": file,
 		"kubeconfig": creds, "server": creds, "token": creds, "cluster": creds, "context": creds, "user": creds,
 		"username": creds, "password": creds, "as": creds, "as-group": creds, "as-uid": creds, "as-user-extra": creds,
@@ -185,11 +189,11 @@ func shortRefused() map[rune]string {
 
 const shortWithValue = "noclLpreuv"
 
-// ParseCommand splits a console line and checks it against the console's
+// Parse splits a console line and checks it against the console's
 // policy: it must be one kubectl command with an allowed subcommand and no
 // flag that reaches files, the host or other credentials. It returns the
 // arguments after "kubectl".
-func ParseCommand(line string) ([]string, error) {
+func Parse(line string) ([]string, error) {
 	words, err := splitLine(strings.TrimSpace(line))
 	if err != nil {
 		return nil, err
@@ -284,8 +288,8 @@ func ParseCommand(line string) ([]string, error) {
 	return args[:len(args):len(args)], nil
 }
 
-// ConsoleConfig wires the console to the lab.
-type ConsoleConfig struct {
+// Config wires the console to the lab.
+type Config struct {
 	// DataDir is the lab's data dir: the kubeconfig is DataDir/kubeconfig,
 	// and kubectl runs in an empty directory inside it.
 	DataDir string
@@ -302,7 +306,7 @@ type ConsoleConfig struct {
 
 // Console runs kubectl commands typed in the page.
 type Console struct {
-	cfg  ConsoleConfig
+	cfg  Config
 	work string
 	sem  chan struct{}
 }
@@ -316,8 +320,8 @@ type Result struct {
 	TimedOut  bool   `json:"timedOut,omitempty"`
 }
 
-// NewConsole checks cfg and prepares the console's working directory.
-func NewConsole(cfg ConsoleConfig) (*Console, error) {
+// New checks cfg and prepares the console's working directory.
+func New(cfg Config) (*Console, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("console: DataDir is required")
 	}
@@ -371,10 +375,10 @@ func (b *limitedBuffer) Write(p []byte) (int, error) {
 // Run parses line and, if the console's policy allows it, runs it with the
 // embedded kubectl against the lab: no shell, the lab's kubeconfig, an
 // empty working directory, an empty environment but for those, a timeout
-// and bounded output. A refused line is a *RefusedError (ErrBadInput);
+// and bounded output. A refused line is a *RefusedError (ErrRefused);
 // kubectl's own failures are a Result with a non-zero ExitCode.
 func (c *Console) Run(ctx context.Context, line string) (Result, error) {
-	args, err := ParseCommand(line)
+	args, err := Parse(line)
 	if err != nil {
 		return Result{}, err
 	}
