@@ -19,6 +19,7 @@ import (
 	"github.com/ccmlab/ccmlab/app/sim"
 	"github.com/ccmlab/ccmlab/controllers"
 	"github.com/ccmlab/ccmlab/exercises"
+	"github.com/ccmlab/ccmlab/exercises/check"
 	"github.com/ccmlab/ccmlab/exercises/console"
 	"github.com/ccmlab/ccmlab/exercises/progress"
 	"github.com/ccmlab/ccmlab/lab/cloud"
@@ -303,7 +304,7 @@ func (a *App) build(ctx, gctx context.Context, g *errgroup.Group, cl cluster, l 
 		return err
 	}
 	ex, err := exercises.New(exercises.Config{
-		Env:   exercises.Env{Client: s.Client, Cloud: s.Cloud, Flow: s.Observer, Controllers: s.Manager, Dataplane: s.Dataplane, Profile: a.cfg.Profile},
+		Env:   check.Env{Client: s.Client, Cloud: s.Cloud, Flow: s.Observer, Controllers: s.Manager, Dataplane: s.Dataplane, Profile: a.cfg.Profile},
 		Store: l.store, Nodes: a.cfg.Nodes, Logger: a.cfg.Logger.With("component", "exercises"),
 	})
 	if err != nil {

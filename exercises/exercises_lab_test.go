@@ -18,8 +18,9 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/ccmlab/ccmlab/controllers"
+	"github.com/ccmlab/ccmlab/exercises/check"
 	"github.com/ccmlab/ccmlab/exercises/console"
-	"github.com/ccmlab/ccmlab/exercises/progress"
+	"github.com/ccmlab/ccmlab/exercises/format"
 	"github.com/ccmlab/ccmlab/internal/testutil"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/profile"
@@ -54,7 +55,7 @@ func (w *world) restore(t *testing.T, id string) {
 	if err := w.svc.deleteObjects(ctx, ex.Setup.Delete); err != nil {
 		t.Errorf("cleaning up %s: %v", id, err)
 	}
-	if err := w.svc.applySwitches(w.svc.desiredSwitches(&Exercise{})); err != nil {
+	if err := w.svc.applySwitches(w.svc.desiredSwitches(&format.Exercise{})); err != nil {
 		t.Error(err)
 	}
 }
@@ -124,11 +125,10 @@ func (w *world) expectNothingPasses(t *testing.T, id string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &evalCtx{env: w.svc.cfg.Env, start: start}
 	for _, st := range ex.Steps {
 		failed := false
 		for _, c := range st.Checks {
-			if !e.evaluate(ctx, c).Pass {
+			if !check.Evaluate(ctx, w.svc.cfg.Env, start, c).Pass {
 				failed = true
 			}
 		}
@@ -464,7 +464,7 @@ func TestExerciseReview(t *testing.T) {
 	}
 	ex := w.svc.byID[id]
 	for _, q := range ex.Quiz {
-		right := slices.IndexFunc(q.Choices, func(c Choice) bool { return c.Correct })
+		right := slices.IndexFunc(q.Choices, func(c format.Choice) bool { return c.Correct })
 		wrong := (right + 1) % len(q.Choices)
 		res, err := w.svc.Answer(ctx, id, q.ID, wrong, "ja")
 		must(t, err)
@@ -603,36 +603,5 @@ func TestConsoleRunsKubectl(t *testing.T) {
 	must(t, err)
 	if len(entries) != 0 {
 		t.Errorf("the console's working dir is not empty: %v", entries)
-	}
-}
-
-// An exercise that needs what the lab lacks is unavailable, not broken.
-func TestUnavailableExercise(t *testing.T) {
-	p, _ := profile.Get("kubevirt")
-	store, err := progress.Open(filepath.Join(t.TempDir(), "progress.db"))
-	must(t, err)
-	defer store.Close()
-	f := newFixture(t)
-	e := f.env()
-	e.Profile = p
-	e.Controllers = fakeControllers{"node": true, "nodelifecycle": true}
-	s, err := New(Config{Env: e, Store: store})
-	must(t, err)
-	ctx := context.Background()
-	for _, id := range []string{"pending-on-purpose", "lb-class", "routes"} {
-		if err := s.Reset(ctx, id); !errors.Is(err, ErrUnavailable) {
-			t.Errorf("reset %s in kubevirt: %v", id, err)
-		}
-		if _, err := s.Check(ctx, id, "en"); !errors.Is(err, ErrUnavailable) {
-			t.Errorf("check %s in kubevirt: %v", id, err)
-		}
-	}
-	list, err := s.List(ctx, "en")
-	must(t, err)
-	for _, sum := range list {
-		want := !slices.Contains([]string{"pending-on-purpose", "iam-deny", "lb-class", "local-traffic", "routes"}, sum.ID)
-		if sum.Available != want {
-			t.Errorf("%s available = %v (%s)", sum.ID, sum.Available, sum.Unavailable)
-		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/ccmlab/ccmlab/app/apptest"
 	"github.com/ccmlab/ccmlab/app/sim"
 	"github.com/ccmlab/ccmlab/controllers"
+	"github.com/ccmlab/ccmlab/exercises/check"
 	"github.com/ccmlab/ccmlab/exercises/progress"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/controlplane/cptest"
@@ -70,7 +71,7 @@ func startWorld() (*world, error) {
 		return nil, err
 	}
 	w.svc, err = New(Config{
-		Env:   Env{Client: lab.Client, Cloud: lab.Cloud, Flow: w.obs, Controllers: w.manager, Dataplane: w.dp, Profile: p},
+		Env:   check.Env{Client: lab.Client, Cloud: lab.Cloud, Flow: w.obs, Controllers: w.manager, Dataplane: w.dp, Profile: p},
 		Store: w.store, Nodes: worldNodes, SettleTimeout: 90 * time.Second,
 	})
 	return w, err

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ccmlab/ccmlab/controllers"
 	"github.com/ccmlab/ccmlab/controllers/lbc"
+	"github.com/ccmlab/ccmlab/exercises/format"
 	"github.com/ccmlab/ccmlab/internal/kube"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/flow"
@@ -113,7 +114,7 @@ func (s *Service) Reset(ctx context.Context, id string) error {
 }
 
 // desiredSwitches: the exercise's switches, else the start-up defaults.
-func (s *Service) desiredSwitches(ex *Exercise) map[string]bool {
+func (s *Service) desiredSwitches(ex *format.Exercise) map[string]bool {
 	want := map[string]bool{}
 	for name := range s.cfg.Env.Controllers.Status() {
 		on, ok := ex.Setup.Controllers[name]
@@ -167,12 +168,12 @@ func (s *Service) waitFor(ctx context.Context, what string, cond func() (bool, s
 
 // deleteObjects deletes the exercise's objects and waits until they are
 // gone, Pods included.
-func (s *Service) deleteObjects(ctx context.Context, refs []ObjectRef) error {
+func (s *Service) deleteObjects(ctx context.Context, refs []format.ObjectRef) error {
 	cs := s.cfg.Env.Client
 	for _, ref := range refs {
 		switch ref.Kind {
 		case "Service":
-			svc, err := cs.CoreV1().Services(Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+			svc, err := cs.CoreV1().Services(format.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
 				continue
 			}
@@ -192,11 +193,11 @@ func (s *Service) deleteObjects(ctx context.Context, refs []ObjectRef) error {
 					return fmt.Errorf("switching the lbc add-on on to delete %s: %w", ref.Name, err)
 				}
 			}
-			if err := cs.CoreV1().Services(Namespace).Delete(ctx, ref.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			if err := cs.CoreV1().Services(format.Namespace).Delete(ctx, ref.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 				return err
 			}
 			if err := s.waitFor(ctx, "Service "+ref.Name+" to be deleted", func() (bool, string, error) {
-				_, err := cs.CoreV1().Services(Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+				_, err := cs.CoreV1().Services(format.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 				if apierrors.IsNotFound(err) {
 					return true, "", nil
 				}
@@ -205,7 +206,7 @@ func (s *Service) deleteObjects(ctx context.Context, refs []ObjectRef) error {
 				return err
 			}
 		case "Deployment":
-			d, err := cs.AppsV1().Deployments(Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+			d, err := cs.AppsV1().Deployments(format.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
 				continue
 			}
@@ -213,11 +214,11 @@ func (s *Service) deleteObjects(ctx context.Context, refs []ObjectRef) error {
 				return err
 			}
 			sel := metav1.FormatLabelSelector(d.Spec.Selector)
-			if err := cs.AppsV1().Deployments(Namespace).Delete(ctx, ref.Name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)}); err != nil && !apierrors.IsNotFound(err) {
+			if err := cs.AppsV1().Deployments(format.Namespace).Delete(ctx, ref.Name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)}); err != nil && !apierrors.IsNotFound(err) {
 				return err
 			}
 			if err := s.waitFor(ctx, "Deployment "+ref.Name+" to be deleted", func() (bool, string, error) {
-				_, err := cs.AppsV1().Deployments(Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+				_, err := cs.AppsV1().Deployments(format.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 				return apierrors.IsNotFound(err), "", ignoreNotFound(err)
 			}); err != nil {
 				return err
@@ -248,7 +249,7 @@ func (s *Service) deletePods(ctx context.Context, selector string) error {
 	if name, ok := strings.CutPrefix(selector, "metadata.name="); ok {
 		opts = metav1.ListOptions{FieldSelector: "metadata.name=" + name}
 	}
-	pods := s.cfg.Env.Client.CoreV1().Pods(Namespace)
+	pods := s.cfg.Env.Client.CoreV1().Pods(format.Namespace)
 	return s.waitFor(ctx, "Pods "+selector+" to be deleted", func() (bool, string, error) {
 		l, err := pods.List(ctx, opts)
 		if err != nil {

@@ -9,14 +9,29 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ccmlab/ccmlab/exercises/check"
 	"github.com/ccmlab/ccmlab/exercises/console"
+	"github.com/ccmlab/ccmlab/exercises/format"
 	"github.com/ccmlab/ccmlab/exercises/progress"
 	"github.com/ccmlab/ccmlab/internal/i18n"
 )
 
+// Errors the server maps to HTTP statuses.
+var (
+	// ErrNotFound: no exercise or question with that id (404).
+	ErrNotFound = errors.New("not found")
+	// ErrBadInput: a malformed request, e.g. a choice out of range, an
+	// unknown language or a console line that is not an allowed kubectl
+	// command (400).
+	ErrBadInput = errors.New("bad input")
+	// ErrUnavailable: the exercise needs a profile, controller or add-on
+	// this lab does not have (409).
+	ErrUnavailable = errors.New("exercise not available in this lab")
+)
+
 // Config wires a Service to the lab.
 type Config struct {
-	Env   Env
+	Env   check.Env
 	Store *progress.Store
 	// Nodes is how many nodes the lab runs (--nodes); Reset makes sure at
 	// least this many instances run unless an exercise asks for another
@@ -34,8 +49,8 @@ type Config struct {
 // for concurrent use; Check, Answer and Reset are applied one at a time.
 type Service struct {
 	cfg       Config
-	exercises []*Exercise
-	byID      map[string]*Exercise
+	exercises []*format.Exercise
+	byID      map[string]*format.Exercise
 	created   time.Time
 	console   func(string) bool // accepted by the console's policy
 	mu        sync.Mutex
@@ -43,7 +58,7 @@ type Service struct {
 
 // New loads the embedded exercises and checks cfg.
 func New(cfg Config) (*Service, error) {
-	if err := cfg.Env.validate(); err != nil {
+	if err := cfg.Env.Validate(); err != nil {
 		return nil, err
 	}
 	if cfg.Store == nil {
@@ -61,11 +76,16 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	all, err := LoadAll()
+	all, err := format.LoadAll()
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{cfg: cfg, exercises: all, byID: map[string]*Exercise{}, created: cfg.Now(),
+	// format knows the files' structure, not the check kinds: a spec the
+	// checker cannot run stops the service here rather than at Check.
+	if err := check.ValidateAll(all); err != nil {
+		return nil, fmt.Errorf("exercises: %w", err)
+	}
+	s := &Service{cfg: cfg, exercises: all, byID: map[string]*format.Exercise{}, created: cfg.Now(),
 		console: func(line string) bool { _, err := console.Parse(line); return err == nil }}
 	for _, ex := range all {
 		s.byID[ex.ID] = ex
@@ -150,15 +170,15 @@ type ChoiceView struct {
 
 func normLang(lang string) (string, error) {
 	switch lang {
-	case "", LangEN:
-		return LangEN, nil
-	case LangJA:
-		return LangJA, nil
+	case "", format.LangEN:
+		return format.LangEN, nil
+	case format.LangJA:
+		return format.LangJA, nil
 	}
 	return "", fmt.Errorf("%w: language %q (valid: ja, en)", ErrBadInput, lang)
 }
 
-func (s *Service) get(id string) (*Exercise, error) {
+func (s *Service) get(id string) (*format.Exercise, error) {
 	ex, ok := s.byID[id]
 	if !ok {
 		return nil, fmt.Errorf("%w: no exercise %q", ErrNotFound, id)
@@ -167,7 +187,7 @@ func (s *Service) get(id string) (*Exercise, error) {
 }
 
 // availability says why this lab cannot run ex ("" when it can).
-func (s *Service) availability(ex *Exercise) string {
+func (s *Service) availability(ex *format.Exercise) string {
 	p := s.cfg.Env.Profile.Name
 	if len(ex.Setup.Profiles) > 0 && !slices.Contains(ex.Setup.Profiles, p) {
 		return fmt.Sprintf("needs the %v profile (this lab runs %s)", ex.Setup.Profiles, p)
@@ -192,7 +212,7 @@ func (s *Service) startOf(ctx context.Context, id string) (time.Time, error) {
 	return t, nil
 }
 
-func (s *Service) summary(ex *Exercise, lang string, steps map[string]progress.StepProgress, answers map[string]progress.Answer) Summary {
+func (s *Service) summary(ex *format.Exercise, lang string, steps map[string]progress.StepProgress, answers map[string]progress.Answer) Summary {
 	sum := Summary{ID: ex.ID, Order: ex.Order, Title: ex.Title.In(i18n.Lang(lang)), Goal: ex.Goal.In(i18n.Lang(lang)),
 		Steps: len(ex.Steps), Questions: len(ex.Quiz)}
 	if why := s.availability(ex); why != "" {
@@ -290,7 +310,7 @@ func (s *Service) Get(ctx context.Context, id, lang string) (Detail, error) {
 	return d, nil
 }
 
-func questionView(q Question, a progress.Answer, lang string) QuestionView {
+func questionView(q format.Question, a progress.Answer, lang string) QuestionView {
 	v := QuestionView{ID: q.ID, Question: q.Question.In(i18n.Lang(lang)), Answered: a.Attempts > 0, Correct: a.Correct, Attempts: a.Attempts}
 	if v.Answered {
 		c := a.Choice
@@ -372,7 +392,6 @@ func (s *Service) Check(ctx context.Context, id, lang string) (CheckReport, erro
 	if err != nil {
 		return CheckReport{}, err
 	}
-	e := &evalCtx{env: s.cfg.Env, start: start}
 	rep := CheckReport{Exercise: id, Steps: []StepResult{}}
 	blocked := false
 	for _, st := range ex.Steps {
@@ -387,7 +406,7 @@ func (s *Service) Check(ctx context.Context, id, lang string) (CheckReport, erro
 			r.Checked = true
 			pass := true
 			for _, c := range st.Checks {
-				o := e.evaluate(ctx, c)
+				o := check.Evaluate(ctx, s.cfg.Env, start, c)
 				pass = pass && o.Pass
 				r.Checks = append(r.Checks, CheckResult{Kind: c.Kind, Pass: o.Pass, Detail: o.Detail.In(i18n.Lang(lang))})
 			}
@@ -450,7 +469,7 @@ func (s *Service) Answer(ctx context.Context, id, question string, choice int, l
 	if err != nil {
 		return AnswerResult{}, err
 	}
-	i := slices.IndexFunc(ex.Quiz, func(q Question) bool { return q.ID == question })
+	i := slices.IndexFunc(ex.Quiz, func(q format.Question) bool { return q.ID == question })
 	if i < 0 {
 		return AnswerResult{}, fmt.Errorf("%w: exercise %s has no question %q", ErrNotFound, id, question)
 	}

@@ -10,7 +10,8 @@
 //	lab/flow                      the steps derived from both sides
 //	controllers/...               the embedded CCM over lab/cloud
 //	app/sim                       the simulated side assembled (below exercises, whose tests use it)
-//	exercises/...                 exercises, checks, progress, console
+//	exercises/format              the exercise files: types, parsing, structure
+//	exercises/...                 the checker (imports format), progress, console, the service
 //	server/stream, server/hub, web  the stream's types, the websocket hub, the page
 //	server                        the HTTP API
 //	app, app/...                  the composition root

@@ -18,6 +18,7 @@ var Layers = [][]string{
 	{"lab/flow"},
 	{"controllers/..."},
 	{"app/sim"},
+	{"exercises/format"},
 	{"exercises/..."},
 	{"server/stream", "server/hub", "web"},
 	{"server"},

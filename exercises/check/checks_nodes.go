@@ -1,4 +1,4 @@
-package exercises
+package check
 
 import (
 	"cmp"
@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/ccmlab/ccmlab/exercises/format"
 	"github.com/ccmlab/ccmlab/internal/kube"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/flow"
@@ -22,7 +23,7 @@ import (
 
 // ---- nodes ----
 
-func evalNewNodes(ctx context.Context, e *evalCtx, c CheckSpec) Outcome {
+func evalNewNodes(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcome {
 	min := cmp.Or(c.Min, 1)
 	nodes, o, ok := e.selectNodes(ctx, "new")
 	if !ok {
@@ -85,7 +86,7 @@ func (e *evalCtx) labelProblem(n *corev1.Node) (string, string) {
 	return "", ""
 }
 
-func evalNodesInitialized(ctx context.Context, e *evalCtx, c CheckSpec) Outcome {
+func evalNodesInitialized(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcome {
 	return e.forEachNode(ctx, c.Nodes, "providerID、アドレス、ラベルが書かれ、taint が外れています", "providerID, addresses and labels written, taint removed",
 		func(n *corev1.Node) (string, string) {
 			for _, f := range []func(*corev1.Node) (string, string){e.providerIDProblem, e.addressProblem, e.labelProblem} {
@@ -100,19 +101,19 @@ func evalNodesInitialized(ctx context.Context, e *evalCtx, c CheckSpec) Outcome 
 		})
 }
 
-func evalNodeProviderID(ctx context.Context, e *evalCtx, c CheckSpec) Outcome {
+func evalNodeProviderID(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcome {
 	return e.forEachNode(ctx, c.Nodes, "providerID が VM を指しています", "providerID names the VM", e.providerIDProblem)
 }
 
-func evalNodeAddresses(ctx context.Context, e *evalCtx, c CheckSpec) Outcome {
+func evalNodeAddresses(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcome {
 	return e.forEachNode(ctx, c.Nodes, "InternalIP が VM のプライベート IP です", "InternalIP is the VM's private IP", e.addressProblem)
 }
 
-func evalNodeLabels(ctx context.Context, e *evalCtx, c CheckSpec) Outcome {
+func evalNodeLabels(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcome {
 	return e.forEachNode(ctx, c.Nodes, "region/zone/instance-type のラベルがあります", "region, zone and instance-type labels are set", e.labelProblem)
 }
 
-func evalNodeTainted(ctx context.Context, e *evalCtx, c CheckSpec) Outcome {
+func evalNodeTainted(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcome {
 	return e.forEachNode(ctx, c.Nodes, "uninitialized taint が残っています", "the uninitialized taint is still there",
 		func(n *corev1.Node) (string, string) {
 			if !kube.HasUninitializedTaint(n) {
@@ -122,7 +123,7 @@ func evalNodeTainted(ctx context.Context, e *evalCtx, c CheckSpec) Outcome {
 		})
 }
 
-func evalNodesReady(ctx context.Context, e *evalCtx, c CheckSpec) Outcome {
+func evalNodesReady(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcome {
 	return e.forEachNode(ctx, c.Nodes, "Ready です", "Ready",
 		func(n *corev1.Node) (string, string) {
 			if !kube.NodeReady(n) {
@@ -135,7 +136,7 @@ func evalNodesReady(ctx context.Context, e *evalCtx, c CheckSpec) Outcome {
 // ---- pods ----
 
 func (e *evalCtx) pods(ctx context.Context, selector string) ([]corev1.Pod, error) {
-	l, err := e.env.Client.CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	l, err := e.env.Client.CoreV1().Pods(format.Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +159,7 @@ func schedulingMessage(p *corev1.Pod) string {
 	return ""
 }
 
-func evalPodsPending(ctx context.Context, e *evalCtx, c CheckSpec) Outcome {
+func evalPodsPending(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcome {
 	pods, err := e.pods(ctx, c.Selector)
 	if err != nil {
 		return errOutcome(err)
@@ -178,7 +179,7 @@ func evalPodsPending(ctx context.Context, e *evalCtx, c CheckSpec) Outcome {
 	return passf("%d 個の Pod が Pending: %s", "%d Pod(s) Pending: %s", len(pods), schedulingMessage(&pods[0]))
 }
 
-func evalPodsRunning(ctx context.Context, e *evalCtx, c CheckSpec) Outcome {
+func evalPodsRunning(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcome {
 	min := cmp.Or(c.Min, 1)
 	pods, err := e.pods(ctx, c.Selector)
 	if err != nil {
@@ -228,7 +229,7 @@ func noTerminated(scope string) Outcome {
 	return failf("演習を始めてから終了 (terminate) された VM はまだありません。", "no VM has been terminated since the exercise started.")
 }
 
-func evalInstanceTerminated(_ context.Context, e *evalCtx, c CheckSpec) Outcome {
+func evalInstanceTerminated(_ context.Context, e *evalCtx, c format.CheckSpec) Outcome {
 	insts := e.terminatedSince(c.Nodes)
 	if len(insts) == 0 {
 		return noTerminated(c.Nodes)
@@ -236,7 +237,7 @@ func evalInstanceTerminated(_ context.Context, e *evalCtx, c CheckSpec) Outcome 
 	return passf("VM %s (%s) は terminated です", "VM %s (%s) is terminated", insts[0].ID, insts[0].PrivateDNSName)
 }
 
-func evalNodeNotReady(ctx context.Context, e *evalCtx, _ CheckSpec) Outcome {
+func evalNodeNotReady(ctx context.Context, e *evalCtx, _ format.CheckSpec) Outcome {
 	insts := e.terminatedSince("all")
 	if len(insts) == 0 {
 		return noTerminated("all")
@@ -257,7 +258,7 @@ func evalNodeNotReady(ctx context.Context, e *evalCtx, _ CheckSpec) Outcome {
 	return failf("終了した VM の Node はもう削除されています。node-lifecycle controller をオフにしてからやり直してください。", "the terminated VM's Node is already deleted: switch the node-lifecycle controller off first, then try again.")
 }
 
-func evalNodeDeleted(ctx context.Context, e *evalCtx, c CheckSpec) Outcome {
+func evalNodeDeleted(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcome {
 	insts := e.terminatedSince(c.Nodes)
 	if len(insts) == 0 {
 		return noTerminated(c.Nodes)

@@ -1,4 +1,4 @@
-package exercises
+package format
 
 import (
 	"slices"
@@ -91,7 +91,7 @@ quiz:
 	}
 	for _, tc := range []struct{ from, to, want string }{
 		{"correct: true, ", "", "exactly one choice must be correct"},
-		{"kind: nodesReady", "kind: nodesGreen", "unknown check kind"},
+		{"kind: nodesReady", "kind: \"\"", "kind is required"},
 		{"id: one", "id: One", `id "One"`},
 		{"order: 1", "order: 1\ncolour: blue", "unknown field"},
 	} {

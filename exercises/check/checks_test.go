@@ -1,4 +1,4 @@
-package exercises
+package check
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ccmlab/ccmlab/controllers"
+	"github.com/ccmlab/ccmlab/exercises/format"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
 	"github.com/ccmlab/ccmlab/lab/flow"
@@ -86,13 +87,12 @@ func (f *fixture) env() Env {
 	return Env{Client: fake.NewClientset(f.objs...), Cloud: f.cloud, Flow: f.flows, Controllers: f.ctrl, Dataplane: f.dp, Profile: p}
 }
 
-func (f *fixture) eval(c CheckSpec) Outcome {
+func (f *fixture) eval(c format.CheckSpec) Outcome {
 	f.t.Helper()
-	if err := c.validate(); err != nil {
+	if err := Validate(c); err != nil {
 		f.t.Fatalf("invalid spec: %v", err)
 	}
-	e := &evalCtx{env: f.env(), start: f.start}
-	return e.evaluate(f.ctx, c)
+	return Evaluate(f.ctx, f.env(), f.start, c)
 }
 
 func (f *fixture) launch() cloud.Instance {
@@ -130,7 +130,7 @@ func notReady(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.Condition
 
 func (f *fixture) svc(name string, mods ...func(*corev1.Service)) *corev1.Service {
 	s := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: Namespace, UID: types.UID("uid-" + name)},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: format.Namespace, UID: types.UID("uid-" + name)},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, ClusterIP: "10.96.0.10",
 			Ports: []corev1.ServicePort{{Port: 80, NodePort: 30080, Protocol: corev1.ProtocolTCP}}},
 	}
@@ -148,15 +148,15 @@ func local(s *corev1.Service) {
 
 func (f *fixture) event(s *corev1.Service, uid types.UID, reason, msg string) {
 	f.objs = append(f.objs, &corev1.Event{
-		ObjectMeta:     metav1.ObjectMeta{Name: fmt.Sprintf("%s.%d", s.Name, len(f.objs)), Namespace: Namespace},
-		InvolvedObject: corev1.ObjectReference{Kind: "Service", Namespace: Namespace, Name: s.Name, UID: uid},
+		ObjectMeta:     metav1.ObjectMeta{Name: fmt.Sprintf("%s.%d", s.Name, len(f.objs)), Namespace: format.Namespace},
+		InvolvedObject: corev1.ObjectReference{Kind: "Service", Namespace: format.Namespace, Name: s.Name, UID: uid},
 		Reason:         reason, Message: msg, Source: corev1.EventSource{Component: "service-controller"},
 	})
 }
 
 func (f *fixture) pod(name, node string, phase corev1.PodPhase, ready bool, schedMsg string) {
 	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: Namespace, Labels: map[string]string{"app": "x"}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: format.Namespace, Labels: map[string]string{"app": "x"}},
 		Spec:       corev1.PodSpec{NodeName: node},
 		Status:     corev1.PodStatus{Phase: phase},
 	}
@@ -172,7 +172,7 @@ func (f *fixture) pod(name, node string, phase corev1.PodPhase, ready bool, sche
 // endpoints adds an EndpointSlice with one ready endpoint per ip@node.
 func (f *fixture) endpoints(s *corev1.Service, eps ...string) {
 	es := &discoveryv1.EndpointSlice{
-		ObjectMeta:  metav1.ObjectMeta{Name: s.Name + "-es", Namespace: Namespace, Labels: map[string]string{discoveryv1.LabelServiceName: s.Name}},
+		ObjectMeta:  metav1.ObjectMeta{Name: s.Name + "-es", Namespace: format.Namespace, Labels: map[string]string{discoveryv1.LabelServiceName: s.Name}},
 		AddressType: discoveryv1.AddressTypeIPv4,
 	}
 	for _, ep := range eps {
@@ -253,7 +253,7 @@ func okTrace(pod, node string) dataplane.Trace {
 
 type checkCase struct {
 	name  string
-	spec  CheckSpec
+	spec  format.CheckSpec
 	setup func(f *fixture)
 	pass  bool
 }
@@ -262,86 +262,86 @@ func checkCases() []checkCase {
 	on, off := ptr.To(true), ptr.To(false)
 	later := func(f *fixture) { f.start = time.Now().Add(time.Hour) }
 	return []checkCase{
-		{"new node", CheckSpec{Kind: "newNodes"}, func(f *fixture) { f.two() }, true},
-		{"no new node", CheckSpec{Kind: "newNodes"}, func(f *fixture) { f.two(); later(f) }, false},
-		{"too few new nodes", CheckSpec{Kind: "newNodes", Min: 3}, func(f *fixture) { f.two() }, false},
+		{"new node", format.CheckSpec{Kind: "newNodes"}, func(f *fixture) { f.two() }, true},
+		{"no new node", format.CheckSpec{Kind: "newNodes"}, func(f *fixture) { f.two(); later(f) }, false},
+		{"too few new nodes", format.CheckSpec{Kind: "newNodes", Min: 3}, func(f *fixture) { f.two() }, false},
 
-		{"initialized", CheckSpec{Kind: "nodesInitialized", Nodes: "new"}, func(f *fixture) { f.two() }, true},
-		{"still tainted", CheckSpec{Kind: "nodesInitialized"}, func(f *fixture) { f.two(tainted) }, false},
-		{"initialized, none new", CheckSpec{Kind: "nodesInitialized", Nodes: "new"}, func(f *fixture) { f.two(); later(f) }, false},
+		{"initialized", format.CheckSpec{Kind: "nodesInitialized", Nodes: "new"}, func(f *fixture) { f.two() }, true},
+		{"still tainted", format.CheckSpec{Kind: "nodesInitialized"}, func(f *fixture) { f.two(tainted) }, false},
+		{"initialized, none new", format.CheckSpec{Kind: "nodesInitialized", Nodes: "new"}, func(f *fixture) { f.two(); later(f) }, false},
 
-		{"providerID", CheckSpec{Kind: "nodeProviderID"}, func(f *fixture) { f.two() }, true},
-		{"no providerID", CheckSpec{Kind: "nodeProviderID"}, func(f *fixture) { f.two(func(n *corev1.Node) { n.Spec.ProviderID = "" }) }, false},
-		{"wrong providerID", CheckSpec{Kind: "nodeProviderID"}, func(f *fixture) {
+		{"providerID", format.CheckSpec{Kind: "nodeProviderID"}, func(f *fixture) { f.two() }, true},
+		{"no providerID", format.CheckSpec{Kind: "nodeProviderID"}, func(f *fixture) { f.two(func(n *corev1.Node) { n.Spec.ProviderID = "" }) }, false},
+		{"wrong providerID", format.CheckSpec{Kind: "nodeProviderID"}, func(f *fixture) {
 			f.two(func(n *corev1.Node) { n.Spec.ProviderID = "aws:///ap-northeast-1a/i-00000000000000000" })
 		}, false},
 
-		{"addresses", CheckSpec{Kind: "nodeAddresses"}, func(f *fixture) { f.two() }, true},
-		{"wrong address", CheckSpec{Kind: "nodeAddresses"}, func(f *fixture) {
+		{"addresses", format.CheckSpec{Kind: "nodeAddresses"}, func(f *fixture) { f.two() }, true},
+		{"wrong address", format.CheckSpec{Kind: "nodeAddresses"}, func(f *fixture) {
 			f.two(func(n *corev1.Node) { n.Status.Addresses[0].Address = "192.0.2.1" })
 		}, false},
 
-		{"labels", CheckSpec{Kind: "nodeLabels"}, func(f *fixture) { f.two() }, true},
-		{"no zone label", CheckSpec{Kind: "nodeLabels"}, func(f *fixture) { f.two(func(n *corev1.Node) { delete(n.Labels, flow.LabelZone) }) }, false},
+		{"labels", format.CheckSpec{Kind: "nodeLabels"}, func(f *fixture) { f.two() }, true},
+		{"no zone label", format.CheckSpec{Kind: "nodeLabels"}, func(f *fixture) { f.two(func(n *corev1.Node) { delete(n.Labels, flow.LabelZone) }) }, false},
 
-		{"tainted", CheckSpec{Kind: "nodeTainted"}, func(f *fixture) { f.two(tainted) }, true},
-		{"not tainted", CheckSpec{Kind: "nodeTainted"}, func(f *fixture) { f.two() }, false},
-		{"no nodes at all", CheckSpec{Kind: "nodeTainted"}, func(*fixture) {}, false},
+		{"tainted", format.CheckSpec{Kind: "nodeTainted"}, func(f *fixture) { f.two(tainted) }, true},
+		{"not tainted", format.CheckSpec{Kind: "nodeTainted"}, func(f *fixture) { f.two() }, false},
+		{"no nodes at all", format.CheckSpec{Kind: "nodeTainted"}, func(*fixture) {}, false},
 
-		{"ready", CheckSpec{Kind: "nodesReady"}, func(f *fixture) { f.two() }, true},
-		{"not ready", CheckSpec{Kind: "nodesReady"}, func(f *fixture) { f.two(notReady) }, false},
+		{"ready", format.CheckSpec{Kind: "nodesReady"}, func(f *fixture) { f.two() }, true},
+		{"not ready", format.CheckSpec{Kind: "nodesReady"}, func(f *fixture) { f.two(notReady) }, false},
 
-		{"pending on taint", CheckSpec{Kind: "podsPending", Selector: "app=x", Reason: "untolerated taint"}, func(f *fixture) {
+		{"pending on taint", format.CheckSpec{Kind: "podsPending", Selector: "app=x", Reason: "untolerated taint"}, func(f *fixture) {
 			f.pod("p", "", corev1.PodPending, false, "0/3 nodes are available: 3 node(s) had untolerated taint(s).")
 		}, true},
-		{"pending for another reason", CheckSpec{Kind: "podsPending", Selector: "app=x", Reason: "untolerated taint"}, func(f *fixture) {
+		{"pending for another reason", format.CheckSpec{Kind: "podsPending", Selector: "app=x", Reason: "untolerated taint"}, func(f *fixture) {
 			f.pod("p", "", corev1.PodPending, false, "0/3 nodes are available: 3 Insufficient cpu.")
 		}, false},
-		{"running, not pending", CheckSpec{Kind: "podsPending", Selector: "app=x"}, func(f *fixture) { f.pod("p", "n1", corev1.PodRunning, true, "") }, false},
-		{"no pods", CheckSpec{Kind: "podsPending", Selector: "app=x"}, func(*fixture) {}, false},
+		{"running, not pending", format.CheckSpec{Kind: "podsPending", Selector: "app=x"}, func(f *fixture) { f.pod("p", "n1", corev1.PodRunning, true, "") }, false},
+		{"no pods", format.CheckSpec{Kind: "podsPending", Selector: "app=x"}, func(*fixture) {}, false},
 
-		{"running", CheckSpec{Kind: "podsRunning", Selector: "app=x"}, func(f *fixture) { f.pod("p", "n1", corev1.PodRunning, true, "") }, true},
-		{"pending, not running", CheckSpec{Kind: "podsRunning", Selector: "app=x"}, func(f *fixture) { f.pod("p", "", corev1.PodPending, false, "x") }, false},
+		{"running", format.CheckSpec{Kind: "podsRunning", Selector: "app=x"}, func(f *fixture) { f.pod("p", "n1", corev1.PodRunning, true, "") }, true},
+		{"pending, not running", format.CheckSpec{Kind: "podsRunning", Selector: "app=x"}, func(f *fixture) { f.pod("p", "", corev1.PodPending, false, "x") }, false},
 
-		{"pending ip", CheckSpec{Kind: "serviceExternalIP", Name: "web", State: "pending"}, func(f *fixture) { f.svc("web") }, true},
-		{"ip set but pending wanted", CheckSpec{Kind: "serviceExternalIP", Name: "web", State: "pending"}, func(f *fixture) { f.svc("web", withIngress("x.example")) }, false},
-		{"ip set", CheckSpec{Kind: "serviceExternalIP", Name: "web", State: "set"}, func(f *fixture) {
+		{"pending ip", format.CheckSpec{Kind: "serviceExternalIP", Name: "web", State: "pending"}, func(f *fixture) { f.svc("web") }, true},
+		{"ip set but pending wanted", format.CheckSpec{Kind: "serviceExternalIP", Name: "web", State: "pending"}, func(f *fixture) { f.svc("web", withIngress("x.example")) }, false},
+		{"ip set", format.CheckSpec{Kind: "serviceExternalIP", Name: "web", State: "set"}, func(f *fixture) {
 			s := f.svc("web")
 			lb := f.lb(s, cloud.TargetTypeInstance, 0)
 			withIngress(lb.DNSName)(s)
 		}, true},
-		{"ip set without a load balancer", CheckSpec{Kind: "serviceExternalIP", Name: "web", State: "set"}, func(f *fixture) { f.svc("web", withIngress("made.up")) }, false},
-		{"ip still pending", CheckSpec{Kind: "serviceExternalIP", Name: "web", State: "set"}, func(f *fixture) { f.svc("web") }, false},
-		{"no service", CheckSpec{Kind: "serviceExternalIP", Name: "web", State: "pending"}, func(*fixture) {}, false},
+		{"ip set without a load balancer", format.CheckSpec{Kind: "serviceExternalIP", Name: "web", State: "set"}, func(f *fixture) { f.svc("web", withIngress("made.up")) }, false},
+		{"ip still pending", format.CheckSpec{Kind: "serviceExternalIP", Name: "web", State: "set"}, func(f *fixture) { f.svc("web") }, false},
+		{"no service", format.CheckSpec{Kind: "serviceExternalIP", Name: "web", State: "pending"}, func(*fixture) {}, false},
 
-		{"class", CheckSpec{Kind: "serviceClass", Name: "web", Class: "service.k8s.aws/nlb"}, func(f *fixture) {
+		{"class", format.CheckSpec{Kind: "serviceClass", Name: "web", Class: "service.k8s.aws/nlb"}, func(f *fixture) {
 			f.svc("web", func(s *corev1.Service) { s.Spec.LoadBalancerClass = ptr.To("service.k8s.aws/nlb") })
 		}, true},
-		{"no class", CheckSpec{Kind: "serviceClass", Name: "web", Class: "service.k8s.aws/nlb"}, func(f *fixture) { f.svc("web") }, false},
+		{"no class", format.CheckSpec{Kind: "serviceClass", Name: "web", Class: "service.k8s.aws/nlb"}, func(f *fixture) { f.svc("web") }, false},
 
-		{"events", CheckSpec{Kind: "serviceEvents", Name: "web", Reasons: []string{"SyncLoadBalancerFailed"}, Message: "AccessDenied"}, func(f *fixture) {
+		{"events", format.CheckSpec{Kind: "serviceEvents", Name: "web", Reasons: []string{"SyncLoadBalancerFailed"}, Message: "AccessDenied"}, func(f *fixture) {
 			s := f.svc("web")
 			f.event(s, s.UID, "SyncLoadBalancerFailed", "Error syncing load balancer: AccessDenied: CreateLoadBalancer")
 		}, true},
-		{"events of an older service with the same name", CheckSpec{Kind: "serviceEvents", Name: "web", Reasons: []string{"EnsuredLoadBalancer"}}, func(f *fixture) {
+		{"events of an older service with the same name", format.CheckSpec{Kind: "serviceEvents", Name: "web", Reasons: []string{"EnsuredLoadBalancer"}}, func(f *fixture) {
 			s := f.svc("web")
 			f.event(s, "uid-old", "EnsuredLoadBalancer", "Ensured load balancer")
 		}, false},
-		{"event without the message", CheckSpec{Kind: "serviceEvents", Name: "web", Reasons: []string{"SyncLoadBalancerFailed"}, Message: "AccessDenied"}, func(f *fixture) {
+		{"event without the message", format.CheckSpec{Kind: "serviceEvents", Name: "web", Reasons: []string{"SyncLoadBalancerFailed"}, Message: "AccessDenied"}, func(f *fixture) {
 			s := f.svc("web")
 			f.event(s, s.UID, "SyncLoadBalancerFailed", "Throttling")
 		}, false},
 
-		{"no events", CheckSpec{Kind: "noControllerEvents", Name: "web"}, func(f *fixture) {
+		{"no events", format.CheckSpec{Kind: "noControllerEvents", Name: "web"}, func(f *fixture) {
 			s := f.svc("web")
 			f.event(s, "uid-old", "EnsuringLoadBalancer", "")
 		}, true},
-		{"an event", CheckSpec{Kind: "noControllerEvents", Name: "web"}, func(f *fixture) {
+		{"an event", format.CheckSpec{Kind: "noControllerEvents", Name: "web"}, func(f *fixture) {
 			s := f.svc("web")
 			f.event(s, s.UID, "EnsuringLoadBalancer", "")
 		}, false},
 
-		{"clusterip answers", CheckSpec{Kind: "serviceAnswers", Name: "web", Via: "clusterip"}, func(f *fixture) {
+		{"clusterip answers", format.CheckSpec{Kind: "serviceAnswers", Name: "web", Via: "clusterip"}, func(f *fixture) {
 			f.svc("web")
 			f.dp.do = func(r dataplane.Request, _ int) dataplane.Trace {
 				if r.IP != "10.96.0.10" || r.Port != 80 {
@@ -350,14 +350,14 @@ func checkCases() []checkCase {
 				return okTrace("web-1", "n1")
 			}
 		}, true},
-		{"nodeport does not answer", CheckSpec{Kind: "serviceAnswers", Name: "web", Via: "nodeport"}, func(f *fixture) {
+		{"nodeport does not answer", format.CheckSpec{Kind: "serviceAnswers", Name: "web", Via: "nodeport"}, func(f *fixture) {
 			f.two()
 			f.svc("web")
 			f.dp.do = func(dataplane.Request, int) dataplane.Trace {
 				return dataplane.Trace{Status: 503, Error: "no endpoints"}
 			}
 		}, false},
-		{"nodeport answers", CheckSpec{Kind: "serviceAnswers", Name: "web", Via: "nodeport"}, func(f *fixture) {
+		{"nodeport answers", format.CheckSpec{Kind: "serviceAnswers", Name: "web", Via: "nodeport"}, func(f *fixture) {
 			f.two()
 			f.svc("web")
 			f.dp.do = func(r dataplane.Request, _ int) dataplane.Trace {
@@ -368,52 +368,52 @@ func checkCases() []checkCase {
 			}
 		}, true},
 
-		{"flow stuck", CheckSpec{Kind: "serviceFlow", Name: "web", Reason: flow.ReasonNoServiceController}, func(f *fixture) {
+		{"flow stuck", format.CheckSpec{Kind: "serviceFlow", Name: "web", Reason: flow.ReasonNoServiceController}, func(f *fixture) {
 			f.flows["default/web"] = flow.ServiceFlow{Step: 1, Stuck: &flow.Stuck{Reason: flow.ReasonNoServiceController}}
 		}, true},
-		{"flow not stuck", CheckSpec{Kind: "serviceFlow", Name: "web", Reason: flow.ReasonNoServiceController}, func(f *fixture) {
+		{"flow not stuck", format.CheckSpec{Kind: "serviceFlow", Name: "web", Reason: flow.ReasonNoServiceController}, func(f *fixture) {
 			f.flows["default/web"] = flow.ServiceFlow{Step: 5}
 		}, false},
-		{"flow at step 5", CheckSpec{Kind: "serviceFlow", Name: "web", Step: 5}, func(f *fixture) {
+		{"flow at step 5", format.CheckSpec{Kind: "serviceFlow", Name: "web", Step: 5}, func(f *fixture) {
 			f.flows["default/web"] = flow.ServiceFlow{Step: 5}
 		}, true},
 
-		{"controller off", CheckSpec{Kind: "controllerEnabled", Controller: "service", Enabled: off}, func(f *fixture) { f.ctrl["service"] = false }, true},
-		{"controller on, off wanted", CheckSpec{Kind: "controllerEnabled", Controller: "service", Enabled: off}, func(*fixture) {}, false},
-		{"controller absent", CheckSpec{Kind: "controllerEnabled", Controller: "lbc", Enabled: on}, func(*fixture) {}, false},
+		{"controller off", format.CheckSpec{Kind: "controllerEnabled", Controller: "service", Enabled: off}, func(f *fixture) { f.ctrl["service"] = false }, true},
+		{"controller on, off wanted", format.CheckSpec{Kind: "controllerEnabled", Controller: "service", Enabled: off}, func(*fixture) {}, false},
+		{"controller absent", format.CheckSpec{Kind: "controllerEnabled", Controller: "lbc", Enabled: on}, func(*fixture) {}, false},
 
-		{"denied", CheckSpec{Kind: "cloudDeny", Action: cloud.ActionCreateLoadBalancer, Denied: on}, func(f *fixture) {
+		{"denied", format.CheckSpec{Kind: "cloudDeny", Action: cloud.ActionCreateLoadBalancer, Denied: on}, func(f *fixture) {
 			_ = f.cloud.SetFaults(cloud.Faults{Deny: []string{cloud.ActionCreateLoadBalancer}})
 		}, true},
-		{"not denied", CheckSpec{Kind: "cloudDeny", Action: cloud.ActionCreateLoadBalancer, Denied: on}, func(*fixture) {}, false},
-		{"still denied", CheckSpec{Kind: "cloudDeny", Action: cloud.ActionCreateLoadBalancer, Denied: off}, func(f *fixture) {
+		{"not denied", format.CheckSpec{Kind: "cloudDeny", Action: cloud.ActionCreateLoadBalancer, Denied: on}, func(*fixture) {}, false},
+		{"still denied", format.CheckSpec{Kind: "cloudDeny", Action: cloud.ActionCreateLoadBalancer, Denied: off}, func(f *fixture) {
 			_ = f.cloud.SetFaults(cloud.Faults{Deny: []string{cloud.ActionCreateLoadBalancer}})
 		}, false},
 
-		{"ip targets", CheckSpec{Kind: "lbTargets", Name: "web", Mode: "ip"}, func(f *fixture) {
+		{"ip targets", format.CheckSpec{Kind: "lbTargets", Name: "web", Mode: "ip"}, func(f *fixture) {
 			s := f.svc("web")
 			f.endpoints(s, "10.244.0.5@n1", "10.244.1.5@n2")
 			f.lb(s, cloud.TargetTypeIP, 0, "10.244.0.5:80", "10.244.1.5:80")
 		}, true},
-		{"ip targets out of date", CheckSpec{Kind: "lbTargets", Name: "web", Mode: "ip"}, func(f *fixture) {
+		{"ip targets out of date", format.CheckSpec{Kind: "lbTargets", Name: "web", Mode: "ip"}, func(f *fixture) {
 			s := f.svc("web")
 			f.endpoints(s, "10.244.0.5@n1", "10.244.1.5@n2")
 			f.lb(s, cloud.TargetTypeIP, 0, "10.244.0.5:80")
 		}, false},
-		{"instance targets", CheckSpec{Kind: "lbTargets", Name: "web", Mode: "instance"}, func(f *fixture) {
+		{"instance targets", format.CheckSpec{Kind: "lbTargets", Name: "web", Mode: "instance"}, func(f *fixture) {
 			a, b := f.two()
 			f.lb(f.svc("web"), cloud.TargetTypeInstance, 0, a.ID+":30080", b.ID+":30080")
 		}, true},
-		{"instance targets but ip wanted", CheckSpec{Kind: "lbTargets", Name: "web", Mode: "ip"}, func(f *fixture) {
+		{"instance targets but ip wanted", format.CheckSpec{Kind: "lbTargets", Name: "web", Mode: "ip"}, func(f *fixture) {
 			a, _ := f.two()
 			f.lb(f.svc("web"), cloud.TargetTypeInstance, 0, a.ID+":30080")
 		}, false},
-		{"instance targets on the wrong port", CheckSpec{Kind: "lbTargets", Name: "web", Mode: "instance"}, func(f *fixture) {
+		{"instance targets on the wrong port", format.CheckSpec{Kind: "lbTargets", Name: "web", Mode: "instance"}, func(f *fixture) {
 			a, _ := f.two()
 			f.lb(f.svc("web"), cloud.TargetTypeInstance, 0, a.ID+":31999")
 		}, false},
 
-		{"extra hop with Cluster", CheckSpec{Kind: "extraHop", Name: "web", Policy: "Cluster"}, func(f *fixture) {
+		{"extra hop with Cluster", format.CheckSpec{Kind: "extraHop", Name: "web", Policy: "Cluster"}, func(f *fixture) {
 			a, b := f.two()
 			f.lb(f.svc("web"), cloud.TargetTypeInstance, 0, a.ID+":30080", b.ID+":30080")
 			f.dp.do = func(_ dataplane.Request, i int) dataplane.Trace {
@@ -425,12 +425,12 @@ func checkCases() []checkCase {
 				return tr
 			}
 		}, true},
-		{"no extra hop with Cluster", CheckSpec{Kind: "extraHop", Name: "web", Policy: "Cluster"}, func(f *fixture) {
+		{"no extra hop with Cluster", format.CheckSpec{Kind: "extraHop", Name: "web", Policy: "Cluster"}, func(f *fixture) {
 			a, b := f.two()
 			f.lb(f.svc("web"), cloud.TargetTypeInstance, 0, a.ID+":30080", b.ID+":30080")
 			f.dp.do = func(dataplane.Request, int) dataplane.Trace { return okTrace("web-1", a.PrivateDNSName) }
 		}, false},
-		{"Local keeps the client IP", CheckSpec{Kind: "extraHop", Name: "web", Policy: "Local"}, func(f *fixture) {
+		{"Local keeps the client IP", format.CheckSpec{Kind: "extraHop", Name: "web", Policy: "Local"}, func(f *fixture) {
 			a, b := f.two()
 			f.lb(f.svc("web", local), cloud.TargetTypeInstance, 32000, a.ID+":30080", b.ID+":30080")
 			f.dp.do = func(_ dataplane.Request, i int) dataplane.Trace {
@@ -440,12 +440,12 @@ func checkCases() []checkCase {
 				return okTrace("web-1", a.PrivateDNSName)
 			}
 		}, true},
-		{"Local wanted, Cluster set", CheckSpec{Kind: "extraHop", Name: "web", Policy: "Local"}, func(f *fixture) {
+		{"Local wanted, Cluster set", format.CheckSpec{Kind: "extraHop", Name: "web", Policy: "Local"}, func(f *fixture) {
 			a, _ := f.two()
 			f.lb(f.svc("web"), cloud.TargetTypeInstance, 0, a.ID+":30080")
 			f.dp.do = func(dataplane.Request, int) dataplane.Trace { return okTrace("web-1", a.PrivateDNSName) }
 		}, false},
-		{"Local but SNAT seen", CheckSpec{Kind: "extraHop", Name: "web", Policy: "Local"}, func(f *fixture) {
+		{"Local but SNAT seen", format.CheckSpec{Kind: "extraHop", Name: "web", Policy: "Local"}, func(f *fixture) {
 			a, b := f.two()
 			f.lb(f.svc("web", local), cloud.TargetTypeInstance, 32000, a.ID+":30080")
 			f.dp.do = func(dataplane.Request, int) dataplane.Trace {
@@ -455,103 +455,103 @@ func checkCases() []checkCase {
 			}
 		}, false},
 
-		{"health follows pods", CheckSpec{Kind: "healthChecksFollowPods", Name: "web"}, func(f *fixture) {
+		{"health follows pods", format.CheckSpec{Kind: "healthChecksFollowPods", Name: "web"}, func(f *fixture) {
 			a, b := f.two()
 			s := f.svc("web", local)
 			f.endpoints(s, "10.244.0.5@"+a.PrivateDNSName)
 			f.lb(s, cloud.TargetTypeInstance, 32000, a.ID+":30080=healthy", b.ID+":30080=unhealthy")
 		}, true},
-		{"health not updated yet", CheckSpec{Kind: "healthChecksFollowPods", Name: "web"}, func(f *fixture) {
+		{"health not updated yet", format.CheckSpec{Kind: "healthChecksFollowPods", Name: "web"}, func(f *fixture) {
 			a, b := f.two()
 			s := f.svc("web", local)
 			f.endpoints(s, "10.244.0.5@"+a.PrivateDNSName)
 			f.lb(s, cloud.TargetTypeInstance, 32000, a.ID+":30080=healthy", b.ID+":30080=healthy")
 		}, false},
-		{"health check on the wrong port", CheckSpec{Kind: "healthChecksFollowPods", Name: "web"}, func(f *fixture) {
+		{"health check on the wrong port", format.CheckSpec{Kind: "healthChecksFollowPods", Name: "web"}, func(f *fixture) {
 			a, b := f.two()
 			s := f.svc("web", local)
 			f.endpoints(s, "10.244.0.5@"+a.PrivateDNSName)
 			f.lb(s, cloud.TargetTypeInstance, 30080, a.ID+":30080=healthy", b.ID+":30080=unhealthy")
 		}, false},
 
-		{"uneven", CheckSpec{Kind: "unevenLoad", Name: "web"}, func(f *fixture) {
+		{"uneven", format.CheckSpec{Kind: "unevenLoad", Name: "web"}, func(f *fixture) {
 			a, b := f.two()
 			s := f.svc("web", local)
 			f.endpoints(s, "10.244.0.5@"+a.PrivateDNSName, "10.244.0.6@"+a.PrivateDNSName, "10.244.1.5@"+b.PrivateDNSName)
 			f.lb(s, cloud.TargetTypeInstance, 32000, a.ID+":30080=healthy", b.ID+":30080=healthy")
 		}, true},
-		{"even", CheckSpec{Kind: "unevenLoad", Name: "web"}, func(f *fixture) {
+		{"even", format.CheckSpec{Kind: "unevenLoad", Name: "web"}, func(f *fixture) {
 			a, b := f.two()
 			s := f.svc("web", local)
 			f.endpoints(s, "10.244.0.5@"+a.PrivateDNSName, "10.244.1.5@"+b.PrivateDNSName)
 			f.lb(s, cloud.TargetTypeInstance, 32000, a.ID+":30080=healthy", b.ID+":30080=healthy")
 		}, false},
 
-		{"routes", CheckSpec{Kind: "routeForEveryNode"}, func(f *fixture) {
+		{"routes", format.CheckSpec{Kind: "routeForEveryNode"}, func(f *fixture) {
 			a, b := f.two()
 			f.route("10.244.0.0/24", a.ID)
 			f.route("10.244.1.0/24", b.ID)
 		}, true},
-		{"a route missing", CheckSpec{Kind: "routeForEveryNode"}, func(f *fixture) {
+		{"a route missing", format.CheckSpec{Kind: "routeForEveryNode"}, func(f *fixture) {
 			a, _ := f.two()
 			f.route("10.244.0.0/24", a.ID)
 		}, false},
-		{"route to the wrong instance", CheckSpec{Kind: "routeForEveryNode"}, func(f *fixture) {
+		{"route to the wrong instance", format.CheckSpec{Kind: "routeForEveryNode"}, func(f *fixture) {
 			a, b := f.two()
 			f.route("10.244.0.0/24", a.ID)
 			f.route("10.244.1.0/24", a.ID)
 			_ = b
 		}, false},
 
-		{"no route yet", CheckSpec{Kind: "nodeWithoutRoute", Nodes: "new"}, func(f *fixture) { f.two() }, true},
-		{"route already there", CheckSpec{Kind: "nodeWithoutRoute", Nodes: "new"}, func(f *fixture) {
+		{"no route yet", format.CheckSpec{Kind: "nodeWithoutRoute", Nodes: "new"}, func(f *fixture) { f.two() }, true},
+		{"route already there", format.CheckSpec{Kind: "nodeWithoutRoute", Nodes: "new"}, func(f *fixture) {
 			a, _ := f.two()
 			f.route("10.244.0.0/24", a.ID)
 		}, false},
 
-		{"no stale routes", CheckSpec{Kind: "noStaleRoutes"}, func(f *fixture) {
+		{"no stale routes", format.CheckSpec{Kind: "noStaleRoutes"}, func(f *fixture) {
 			a, _ := f.two()
 			f.route("10.244.0.0/24", a.ID)
 		}, true},
-		{"blackhole route", CheckSpec{Kind: "noStaleRoutes"}, func(f *fixture) {
+		{"blackhole route", format.CheckSpec{Kind: "noStaleRoutes"}, func(f *fixture) {
 			a, _ := f.two()
 			f.route("10.244.0.0/24", a.ID)
 			f.terminate(a)
 		}, false},
-		{"route without a node", CheckSpec{Kind: "noStaleRoutes"}, func(f *fixture) {
+		{"route without a node", format.CheckSpec{Kind: "noStaleRoutes"}, func(f *fixture) {
 			a, _ := f.two()
 			f.route("10.244.9.0/24", a.ID)
 		}, false},
 
-		{"terminated", CheckSpec{Kind: "instanceTerminated"}, func(f *fixture) {
+		{"terminated", format.CheckSpec{Kind: "instanceTerminated"}, func(f *fixture) {
 			a, _ := f.two()
 			f.terminate(a)
 		}, true},
-		{"nothing terminated", CheckSpec{Kind: "instanceTerminated"}, func(f *fixture) { f.two() }, false},
-		{"terminated before the start", CheckSpec{Kind: "instanceTerminated"}, func(f *fixture) {
+		{"nothing terminated", format.CheckSpec{Kind: "instanceTerminated"}, func(f *fixture) { f.two() }, false},
+		{"terminated before the start", format.CheckSpec{Kind: "instanceTerminated"}, func(f *fixture) {
 			a, _ := f.two()
 			f.terminate(a)
 			later(f)
 		}, false},
 
-		{"node left NotReady", CheckSpec{Kind: "nodeNotReady"}, func(f *fixture) {
+		{"node left NotReady", format.CheckSpec{Kind: "nodeNotReady"}, func(f *fixture) {
 			a := f.launch()
 			f.node(a, 0, notReady)
 			f.terminate(a)
 		}, true},
-		{"node still Ready", CheckSpec{Kind: "nodeNotReady"}, func(f *fixture) {
+		{"node still Ready", format.CheckSpec{Kind: "nodeNotReady"}, func(f *fixture) {
 			a := f.launch()
 			f.node(a, 0)
 			f.terminate(a)
 		}, false},
-		{"node already deleted", CheckSpec{Kind: "nodeNotReady"}, func(f *fixture) { f.terminate(f.launch()) }, false},
+		{"node already deleted", format.CheckSpec{Kind: "nodeNotReady"}, func(f *fixture) { f.terminate(f.launch()) }, false},
 
-		{"node deleted", CheckSpec{Kind: "nodeDeleted", Nodes: "new"}, func(f *fixture) {
+		{"node deleted", format.CheckSpec{Kind: "nodeDeleted", Nodes: "new"}, func(f *fixture) {
 			a, _ := f.two()
 			f.objs = f.objs[1:] // the Node of a
 			f.terminate(a)
 		}, true},
-		{"node not deleted", CheckSpec{Kind: "nodeDeleted"}, func(f *fixture) {
+		{"node not deleted", format.CheckSpec{Kind: "nodeDeleted"}, func(f *fixture) {
 			a, _ := f.two()
 			f.terminate(a)
 		}, false},
@@ -581,7 +581,7 @@ func TestCheckKinds(t *testing.T) {
 			fails[tc.spec.Kind] = true
 		}
 	}
-	for _, k := range CheckKinds() {
+	for _, k := range Kinds() {
 		if !passes[k] {
 			t.Errorf("check kind %s has no passing case", k)
 		}
@@ -593,25 +593,42 @@ func TestCheckKinds(t *testing.T) {
 
 func TestCheckSpecValidation(t *testing.T) {
 	for _, tc := range []struct {
-		spec CheckSpec
+		spec format.CheckSpec
 		want string
 	}{
-		{CheckSpec{Kind: "nope"}, "unknown check kind"},
-		{CheckSpec{Kind: "serviceExternalIP", Name: "web"}, `"state" is required`},
-		{CheckSpec{Kind: "serviceExternalIP", Name: "web", State: "maybe"}, `state "maybe"`},
-		{CheckSpec{Kind: "nodesReady", Name: "web"}, `"name" does not apply`},
-		{CheckSpec{Kind: "controllerEnabled", Controller: "dns", Enabled: ptr.To(true)}, `controller "dns"`},
-		{CheckSpec{Kind: "cloudDeny", Action: "FlyToTheMoon", Denied: ptr.To(true)}, `action "FlyToTheMoon"`},
-		{CheckSpec{Kind: "podsPending", Selector: "app in (("}, "selector"},
-		{CheckSpec{Kind: "serviceFlow", Name: "web"}, "set step or reason"},
-		{CheckSpec{Kind: "nodesReady", Nodes: "some"}, `nodes "some"`},
+		{format.CheckSpec{Kind: "nope"}, "unknown check kind"},
+		{format.CheckSpec{Kind: "serviceExternalIP", Name: "web"}, `"state" is required`},
+		{format.CheckSpec{Kind: "serviceExternalIP", Name: "web", State: "maybe"}, `state "maybe"`},
+		{format.CheckSpec{Kind: "nodesReady", Name: "web"}, `"name" does not apply`},
+		{format.CheckSpec{Kind: "controllerEnabled", Controller: "dns", Enabled: ptr.To(true)}, `controller "dns"`},
+		{format.CheckSpec{Kind: "cloudDeny", Action: "FlyToTheMoon", Denied: ptr.To(true)}, `action "FlyToTheMoon"`},
+		{format.CheckSpec{Kind: "podsPending", Selector: "app in (("}, "selector"},
+		{format.CheckSpec{Kind: "serviceFlow", Name: "web"}, "set step or reason"},
+		{format.CheckSpec{Kind: "nodesReady", Nodes: "some"}, `nodes "some"`},
 	} {
-		err := tc.spec.validate()
+		err := Validate(tc.spec)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: err = %v, want it to mention %s", tc.spec, err, tc.want)
 		}
 	}
-	if err := (CheckSpec{Kind: "controllerEnabled", Controller: controllers.AddonLBC, Enabled: ptr.To(false)}).validate(); err != nil {
+	if err := Validate(format.CheckSpec{Kind: "controllerEnabled", Controller: controllers.AddonLBC, Enabled: ptr.To(false)}); err != nil {
 		t.Errorf("enabled: false must be a valid parameter: %v", err)
+	}
+}
+
+// Every check spec of every embedded exercise is valid: format loads the
+// files without knowing the kinds, so a misspelt kind or a parameter its
+// kind ignores is caught here, in the fast tier, before a lab starts.
+func TestEmbeddedSpecsValid(t *testing.T) {
+	all, err := format.LoadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ValidateAll(all); err != nil {
+		t.Fatal(err)
+	}
+	bad := []*format.Exercise{{ID: "x", Steps: []format.Step{{ID: "one", Checks: []format.CheckSpec{{Kind: "nodesGreen"}}}}}}
+	if err := ValidateAll(bad); err == nil || !strings.Contains(err.Error(), "x, step one, checks[0]: unknown check kind") {
+		t.Errorf("a misspelt kind: err = %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package exercises
+package check
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/ccmlab/ccmlab/exercises/format"
+	"github.com/ccmlab/ccmlab/internal/i18n"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
 )
@@ -19,7 +21,7 @@ import (
 
 // ---- switches and faults ----
 
-func evalControllerEnabled(_ context.Context, e *evalCtx, c CheckSpec) Outcome {
+func evalControllerEnabled(_ context.Context, e *evalCtx, c format.CheckSpec) Outcome {
 	on, ok := e.env.Controllers.Status()[c.Controller]
 	if !ok {
 		return failf("このラボには %s controller がありません。", "this lab has no %s controller.", c.Controller)
@@ -33,18 +35,18 @@ func evalControllerEnabled(_ context.Context, e *evalCtx, c CheckSpec) Outcome {
 	onJA, onEN := word(on)
 	if want := *c.Enabled; on != want {
 		wantJA, wantEN := word(want)
-		return Outcome{false, Text{
+		return Outcome{false, i18n.Text{
 			JA: fmt.Sprintf("%s controller は%sです (%sにしてください)。", c.Controller, onJA, wantJA),
 			EN: fmt.Sprintf("the %s controller is %s; switch it %s.", c.Controller, onEN, wantEN),
 		}}
 	}
-	return Outcome{true, Text{
+	return Outcome{true, i18n.Text{
 		JA: fmt.Sprintf("%s controller は%sです", c.Controller, onJA),
 		EN: fmt.Sprintf("the %s controller is %s", c.Controller, onEN),
 	}}
 }
 
-func evalCloudDeny(_ context.Context, e *evalCtx, c CheckSpec) Outcome {
+func evalCloudDeny(_ context.Context, e *evalCtx, c format.CheckSpec) Outcome {
 	denied := slices.Contains(e.env.Cloud.Faults().Deny, c.Action)
 	if denied != *c.Denied {
 		if denied {
@@ -60,7 +62,7 @@ func evalCloudDeny(_ context.Context, e *evalCtx, c CheckSpec) Outcome {
 
 // ---- load balancers ----
 
-func evalLBTargets(ctx context.Context, e *evalCtx, c CheckSpec) Outcome {
+func evalLBTargets(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcome {
 	svc, o, ok := e.service(ctx, c.Name)
 	if !ok {
 		return o
@@ -122,7 +124,7 @@ func keys(m map[string]bool) []string {
 	return out
 }
 
-func evalExtraHop(ctx context.Context, e *evalCtx, c CheckSpec) Outcome {
+func evalExtraHop(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcome {
 	svc, o, ok := e.service(ctx, c.Name)
 	if !ok {
 		return o
@@ -213,7 +215,7 @@ func (e *evalCtx) localService(ctx context.Context, name string) (*corev1.Servic
 	return svc, lb, localCounts(eps), Outcome{}, true
 }
 
-func evalHealthChecksFollowPods(ctx context.Context, e *evalCtx, c CheckSpec) Outcome {
+func evalHealthChecksFollowPods(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcome {
 	svc, lb, counts, o, ok := e.localService(ctx, c.Name)
 	if !ok {
 		return o
@@ -254,7 +256,7 @@ func evalHealthChecksFollowPods(ctx context.Context, e *evalCtx, c CheckSpec) Ou
 		strings.Join(healthy, ", "), strings.Join(unhealthy, ", "), svc.Spec.HealthCheckNodePort)
 }
 
-func evalUnevenLoad(ctx context.Context, e *evalCtx, c CheckSpec) Outcome {
+func evalUnevenLoad(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcome {
 	_, lb, counts, o, ok := e.localService(ctx, c.Name)
 	if !ok {
 		return o
@@ -301,7 +303,7 @@ func routeActive(c *cloud.Cloud, r cloud.Route) bool {
 	return ok && inst.State == cloud.InstanceRunning
 }
 
-func evalRouteForEveryNode(ctx context.Context, e *evalCtx, c CheckSpec) Outcome {
+func evalRouteForEveryNode(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcome {
 	routes := e.routesByCIDR()
 	nodes, o, ok := e.selectNodes(ctx, c.Nodes)
 	if !ok {
@@ -331,7 +333,7 @@ func evalRouteForEveryNode(ctx context.Context, e *evalCtx, c CheckSpec) Outcome
 	return passf("各 Node の podCIDR に経路があります: %s", "every Node's podCIDR has a route: %s", strings.Join(rows, ", "))
 }
 
-func evalNodeWithoutRoute(ctx context.Context, e *evalCtx, c CheckSpec) Outcome {
+func evalNodeWithoutRoute(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcome {
 	routes := e.routesByCIDR()
 	return e.forEachNode(ctx, c.Nodes, "podCIDR はありますが、経路はまだありません", "has a podCIDR but no route yet",
 		func(n *corev1.Node) (string, string) {
@@ -345,7 +347,7 @@ func evalNodeWithoutRoute(ctx context.Context, e *evalCtx, c CheckSpec) Outcome 
 		})
 }
 
-func evalNoStaleRoutes(ctx context.Context, e *evalCtx, _ CheckSpec) Outcome {
+func evalNoStaleRoutes(ctx context.Context, e *evalCtx, _ format.CheckSpec) Outcome {
 	nodes, err := e.listNodes(ctx)
 	if err != nil {
 		return errOutcome(err)

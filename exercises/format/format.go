@@ -1,4 +1,4 @@
-package exercises
+package format
 
 import (
 	"embed"
@@ -12,13 +12,19 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/ccmlab/ccmlab/controllers"
 	"github.com/ccmlab/ccmlab/internal/i18n"
+	"github.com/ccmlab/ccmlab/lab/profile"
 )
 
 // The exercise files. One file per exercise; docs/exercises.md describes them.
 //
 //go:embed defs/*.yaml
 var defsFS embed.FS
+
+// Namespace is where every exercise's objects live, as in the chapter:
+// the checks look there and setup.delete deletes there.
+const Namespace = "default"
 
 // Languages every text must be written in.
 const (
@@ -105,8 +111,10 @@ type Choice struct {
 	Why Text `json:"why"`
 }
 
-// CheckSpec is one named check with its parameters. Which parameters a
-// kind takes is in docs/exercises.md and in checkKinds.
+// CheckSpec is one named check with its parameters. This package only
+// reads it: which kinds exist and which parameters each takes is the
+// checker's business (package check, check.Validate) and is documented in
+// docs/exercises.md.
 type CheckSpec struct {
 	Kind string `json:"kind"`
 
@@ -128,6 +136,11 @@ type CheckSpec struct {
 	Min        int      `json:"min,omitempty"`
 	Step       int      `json:"step,omitempty"` // a six-step flow step
 }
+
+// Switches are the names setup.requires and setup.controllers accept, and
+// the ones the lab's controller switches report: the CCM controllers and
+// the add-ons.
+func Switches() []string { return append(profile.AllControllers(), controllers.AddonLBC) }
 
 // validID: lower-case letters and digits in words joined by single dashes.
 func validID(id string) bool {
@@ -194,9 +207,10 @@ func Parse(b []byte) (*Exercise, error) {
 	return &ex, nil
 }
 
-// validate checks everything a student could trip over: ids, both
-// languages of every text, check kinds and their parameters, quizzes with
-// exactly one correct choice.
+// validate checks the structure: ids, both languages of every text, known
+// profiles and controllers, a kind on every check, quizzes with exactly
+// one correct choice. The checks' kinds and parameters are validated by
+// package check, which the service runs on every spec it loads.
 func (ex *Exercise) validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
@@ -221,17 +235,17 @@ func (ex *Exercise) validate() error {
 		bad("an exercise needs steps or a quiz")
 	}
 	for _, p := range ex.Setup.Profiles {
-		if !slices.Contains(profileNames(), p) {
+		if !slices.Contains(profile.Names(), p) {
 			bad("setup.profiles: unknown profile %q", p)
 		}
 	}
 	for _, c := range ex.Setup.Requires {
-		if !slices.Contains(switchNames(), c) {
+		if !slices.Contains(Switches(), c) {
 			bad("setup.requires: unknown controller %q", c)
 		}
 	}
 	for c := range ex.Setup.Controllers {
-		if !slices.Contains(switchNames(), c) {
+		if !slices.Contains(Switches(), c) {
 			bad("setup.controllers: unknown controller %q", c)
 		}
 	}
@@ -273,8 +287,8 @@ func (ex *Exercise) validate() error {
 			bad("%s: a step needs at least one check", where)
 		}
 		for j, c := range s.Checks {
-			if err := c.validate(); err != nil {
-				bad("%s.checks[%d]: %v", where, j, err)
+			if c.Kind == "" {
+				bad("%s.checks[%d]: kind is required", where, j)
 			}
 		}
 	}
@@ -307,8 +321,8 @@ func (ex *Exercise) validate() error {
 	return errors.Join(errs...)
 }
 
-// texts lists every text of the exercise with where it is, for the test
-// that both languages are present.
+// texts lists every text of the exercise by where it is in the file, for
+// the test that both languages are present.
 func (ex *Exercise) texts() map[string]Text {
 	m := map[string]Text{"title": ex.Title, "goal": ex.Goal, "setup.about": ex.Setup.About}
 	for i, s := range ex.Steps {

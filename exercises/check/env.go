@@ -1,4 +1,4 @@
-package exercises
+package check
 
 import (
 	"context"
@@ -6,17 +6,13 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/ccmlab/ccmlab/controllers"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
 	"github.com/ccmlab/ccmlab/lab/flow"
 	"github.com/ccmlab/ccmlab/lab/profile"
 )
 
-// Namespace is where every exercise's objects live, as in the chapter.
-const Namespace = "default"
-
-// Controllers is the CCM manager as exercises see it (*controllers.Manager
+// Controllers is the CCM manager as the checks see it (*controllers.Manager
 // satisfies it).
 type Controllers interface {
 	Status() map[string]bool
@@ -49,7 +45,8 @@ type Env struct {
 	Profile     profile.Profile
 }
 
-func (e Env) validate() error {
+// Validate says which required fields are missing.
+func (e Env) Validate() error {
 	var errs []error
 	if e.Client == nil {
 		errs = append(errs, errors.New("Env.Client is required"))
@@ -71,22 +68,3 @@ func (e Env) validate() error {
 	}
 	return errors.Join(errs...)
 }
-
-func profileNames() []string { return profile.Names() }
-
-// switchNames are the names Controllers.Status may report: the CCM
-// controllers and the add-ons.
-func switchNames() []string { return append(profile.AllControllers(), controllers.AddonLBC) }
-
-// Errors the server maps to HTTP statuses.
-var (
-	// ErrNotFound: no exercise or question with that id (404).
-	ErrNotFound = errors.New("not found")
-	// ErrBadInput: a malformed request, e.g. a choice out of range, an
-	// unknown language or a console line that is not an allowed kubectl
-	// command (400).
-	ErrBadInput = errors.New("bad input")
-	// ErrUnavailable: the exercise needs a profile, controller or add-on
-	// this lab does not have (409).
-	ErrUnavailable = errors.New("exercise not available in this lab")
-)

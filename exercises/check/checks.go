@@ -1,4 +1,4 @@
-package exercises
+package check
 
 import (
 	"cmp"
@@ -19,6 +19,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/ccmlab/ccmlab/controllers/lbc"
+	"github.com/ccmlab/ccmlab/exercises/format"
 	"github.com/ccmlab/ccmlab/internal/i18n"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
@@ -27,8 +28,8 @@ import (
 // Outcome is what one check found: whether it holds and, in both
 // languages, what the lab looks like from where the check stands.
 type Outcome struct {
-	Pass   bool `json:"pass"`
-	Detail Text `json:"detail"`
+	Pass   bool      `json:"pass"`
+	Detail i18n.Text `json:"detail"`
 }
 
 func passf(ja, en string, args ...any) Outcome {
@@ -58,7 +59,7 @@ type checkKind struct {
 	params []string
 	// enum restricts parameter values.
 	enum map[string][]string
-	eval func(ctx context.Context, e *evalCtx, c CheckSpec) Outcome
+	eval func(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcome
 }
 
 // checkKinds returns the table of kinds. It is built on each call so there
@@ -81,7 +82,7 @@ func checkKinds() map[string]checkKind {
 		"noControllerEvents":     {[]string{"!name"}, nil, evalNoControllerEvents},
 		"serviceAnswers":         {[]string{"!name", "!via"}, map[string][]string{"via": {dataplane.KindClusterIP, dataplane.KindNodePort, dataplane.KindLoadBalancer}}, evalServiceAnswers},
 		"serviceFlow":            {[]string{"!name", "step", "reason"}, nil, evalServiceFlow},
-		"controllerEnabled":      {[]string{"!controller", "!enabled"}, map[string][]string{"controller": switchNames()}, evalControllerEnabled},
+		"controllerEnabled":      {[]string{"!controller", "!enabled"}, map[string][]string{"controller": format.Switches()}, evalControllerEnabled},
 		"cloudDeny":              {[]string{"!action", "!denied"}, map[string][]string{"action": cloud.Actions()}, evalCloudDeny},
 		"lbTargets":              {[]string{"!name", "!mode"}, map[string][]string{"mode": {"instance", "ip"}}, evalLBTargets},
 		"extraHop":               {[]string{"!name", "!policy"}, map[string][]string{"policy": {dataplane.PolicyCluster, dataplane.PolicyLocal}}, evalExtraHop},
@@ -96,8 +97,8 @@ func checkKinds() map[string]checkKind {
 	}
 }
 
-// CheckKinds lists the check kinds, sorted.
-func CheckKinds() []string {
+// Kinds lists the check kinds, sorted.
+func Kinds() []string {
 	var names []string
 	for k := range checkKinds() {
 		names = append(names, k)
@@ -108,7 +109,7 @@ func CheckKinds() []string {
 
 // setParams returns the JSON names of the parameters a spec sets, with
 // their values as strings (lists joined by commas).
-func (c CheckSpec) setParams() map[string]string {
+func setParams(c format.CheckSpec) map[string]string {
 	out := map[string]string{}
 	v := reflect.ValueOf(c)
 	t := v.Type()
@@ -130,14 +131,18 @@ func (c CheckSpec) setParams() map[string]string {
 	return out
 }
 
-func (c CheckSpec) validate() error {
+// Validate checks one spec against its kind: the kind exists, required
+// parameters are set, no parameter is set that the kind ignores, and
+// values are in range. format only checks the structure of a file; the
+// service runs this on every spec it loads (see ValidateAll).
+func Validate(c format.CheckSpec) error {
 	k, ok := checkKinds()[c.Kind]
 	if !ok {
-		return fmt.Errorf("unknown check kind %q (valid: %s)", c.Kind, strings.Join(CheckKinds(), ", "))
+		return fmt.Errorf("unknown check kind %q (valid: %s)", c.Kind, strings.Join(Kinds(), ", "))
 	}
 	allowed := map[string]bool{}
 	var errs []error
-	set := c.setParams()
+	set := setParams(c)
 	for _, p := range k.params {
 		name, required := strings.CutPrefix(p, "!")
 		allowed[name] = true
@@ -168,8 +173,30 @@ func (c CheckSpec) validate() error {
 	return errors.Join(errs...)
 }
 
-// evaluate runs one check. A check that cannot read the lab fails.
-func (e *evalCtx) evaluate(ctx context.Context, c CheckSpec) Outcome {
+// Evaluate runs one check against the lab. since is when the exercise
+// started: instances launched or terminated after it count as "new". A
+// check that cannot read the lab fails.
+func Evaluate(ctx context.Context, env Env, since time.Time, c format.CheckSpec) Outcome {
+	return (&evalCtx{env: env, start: since}).evaluate(ctx, c)
+}
+
+// ValidateAll validates every check spec of every exercise and says where
+// the bad ones are.
+func ValidateAll(exs []*format.Exercise) error {
+	var errs []error
+	for _, ex := range exs {
+		for _, st := range ex.Steps {
+			for j, c := range st.Checks {
+				if err := Validate(c); err != nil {
+					errs = append(errs, fmt.Errorf("exercise %s, step %s, checks[%d]: %w", ex.ID, st.ID, j, err))
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (e *evalCtx) evaluate(ctx context.Context, c format.CheckSpec) Outcome {
 	k, ok := checkKinds()[c.Kind]
 	if !ok {
 		return failf("未知のチェック %q", "unknown check %q", c.Kind)
@@ -226,7 +253,7 @@ func (e *evalCtx) forEachNode(ctx context.Context, scope string, okJA, okEN stri
 	var names []string
 	for i := range nodes {
 		if ja, en := bad(&nodes[i]); en != "" {
-			return Outcome{false, Text{JA: fmt.Sprintf("Node %s: %s", nodes[i].Name, ja), EN: fmt.Sprintf("Node %s: %s", nodes[i].Name, en)}}
+			return Outcome{false, i18n.Text{JA: fmt.Sprintf("Node %s: %s", nodes[i].Name, ja), EN: fmt.Sprintf("Node %s: %s", nodes[i].Name, en)}}
 		}
 		names = append(names, nodes[i].Name)
 	}
@@ -238,7 +265,7 @@ func (e *evalCtx) instanceOf(n *corev1.Node) (cloud.Instance, bool) {
 }
 
 func (e *evalCtx) service(ctx context.Context, name string) (*corev1.Service, Outcome, bool) {
-	svc, err := e.env.Client.CoreV1().Services(Namespace).Get(ctx, name, metav1.GetOptions{})
+	svc, err := e.env.Client.CoreV1().Services(format.Namespace).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, failf("Service %s はまだありません。", "Service %s does not exist yet.", name), false
 	}

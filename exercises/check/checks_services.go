@@ -1,4 +1,4 @@
-package exercises
+package check
 
 import (
 	"cmp"
@@ -9,6 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/ccmlab/ccmlab/exercises/format"
+	"github.com/ccmlab/ccmlab/internal/i18n"
 	"github.com/ccmlab/ccmlab/internal/kube"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
 )
@@ -18,7 +20,7 @@ import (
 
 // ---- services ----
 
-func evalServiceExternalIP(ctx context.Context, e *evalCtx, c CheckSpec) Outcome {
+func evalServiceExternalIP(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcome {
 	svc, o, ok := e.service(ctx, c.Name)
 	if !ok {
 		return o
@@ -46,7 +48,7 @@ func evalServiceExternalIP(ctx context.Context, e *evalCtx, c CheckSpec) Outcome
 	return passf("EXTERNAL-IP %s (ロードバランサー %s)", "EXTERNAL-IP %s (load balancer %s)", in, lb.Name)
 }
 
-func evalServiceClass(ctx context.Context, e *evalCtx, c CheckSpec) Outcome {
+func evalServiceClass(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcome {
 	svc, o, ok := e.service(ctx, c.Name)
 	if !ok {
 		return o
@@ -58,7 +60,7 @@ func evalServiceClass(ctx context.Context, e *evalCtx, c CheckSpec) Outcome {
 	return passf("spec.loadBalancerClass = %s", "spec.loadBalancerClass = %s", got)
 }
 
-func evalServiceEvents(ctx context.Context, e *evalCtx, c CheckSpec) Outcome {
+func evalServiceEvents(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcome {
 	svc, o, ok := e.service(ctx, c.Name)
 	if !ok {
 		return o
@@ -87,7 +89,7 @@ func evalServiceEvents(ctx context.Context, e *evalCtx, c CheckSpec) Outcome {
 	return passf("イベント: %s", "events: %s", strings.Join(found, ", "))
 }
 
-func evalNoControllerEvents(ctx context.Context, e *evalCtx, c CheckSpec) Outcome {
+func evalNoControllerEvents(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcome {
 	svc, o, ok := e.service(ctx, c.Name)
 	if !ok {
 		return o
@@ -108,7 +110,7 @@ func evalNoControllerEvents(ctx context.Context, e *evalCtx, c CheckSpec) Outcom
 	return passf("Service %s にコントローラーからのイベントはありません", "Service %s has no events from a controller", c.Name)
 }
 
-func evalServiceAnswers(ctx context.Context, e *evalCtx, c CheckSpec) Outcome {
+func evalServiceAnswers(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcome {
 	svc, o, ok := e.service(ctx, c.Name)
 	if !ok {
 		return o
@@ -160,8 +162,8 @@ func evalServiceAnswers(ctx context.Context, e *evalCtx, c CheckSpec) Outcome {
 	return failf("%s へのリクエストが通りませんでした: %s", "a request via %s did not get through: %s", c.Via, last)
 }
 
-func evalServiceFlow(ctx context.Context, e *evalCtx, c CheckSpec) Outcome {
-	key := Namespace + "/" + c.Name
+func evalServiceFlow(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcome {
+	key := format.Namespace + "/" + c.Name
 	f, ok := e.env.Flow.ServiceFlow(key)
 	if !ok {
 		return failf("Service %s のフローがまだありません。", "no flow for Service %s yet.", c.Name)
@@ -178,7 +180,7 @@ func evalServiceFlow(ctx context.Context, e *evalCtx, c CheckSpec) Outcome {
 			return failf("フローの止まっている理由は %s です (%s のはず)。", "the flow's stuck reason is %s, expected %s.", got, c.Reason)
 		}
 		why := f.Stuck.Text() // the flow's own words, in both languages
-		return Outcome{true, Text{
+		return Outcome{true, i18n.Text{
 			JA: fmt.Sprintf("フローはステップ %d で止まっています: %s", f.Step, why.JA),
 			EN: fmt.Sprintf("the flow is stuck after step %d: %s", f.Step, why.EN),
 		}}
