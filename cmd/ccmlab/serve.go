@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ccmlab/ccmlab/app"
+	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/profile"
 )
 
@@ -75,8 +76,8 @@ func (o *serveOptions) validate() error {
 	if _, err := parseAddons(o.addons); err != nil {
 		return err
 	}
-	if o.cloudLatency < 0 || o.cloudLatency > time.Minute {
-		return fmt.Errorf("--cloud-latency %s: must be between 0 and 1m", o.cloudLatency)
+	if o.cloudLatency < 0 || o.cloudLatency > cloud.MaxLatency {
+		return fmt.Errorf("--cloud-latency %s: must be between 0 and %s", o.cloudLatency, cloud.MaxLatency)
 	}
 	if o.kubeconfig == "" && o.clusterCIDR != "" {
 		return fmt.Errorf("--cluster-cidr only applies with --kubeconfig (the embedded control plane chooses its own)")
