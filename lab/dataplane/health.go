@@ -65,7 +65,7 @@ func (e *env) targetHealth(lb *cloud.LoadBalancer, svc *v1.Service, t cloud.Targ
 		if pod != nil {
 			podNode = e.cluster.node(pod.Spec.NodeName)
 		}
-		if how, reachable := e.reach(nil, t.ID, podNode); !reachable {
+		if how, _, reachable := e.reach(nil, t.ID, podNode); !reachable {
 			return cloud.TargetUnhealthy, how, true
 		}
 		if e.readyEndpointIP(svc, t.ID) {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/ccmlab/ccmlab/lab/dataplane/tracetext"
 )
 
 // A simulated load balancer has no address anyone can connect to, so every
@@ -142,7 +144,7 @@ func (d *Dataplane) handler(k listenerKey) http.Handler {
 			// The load balancer or listener went away between the accept
 			// and the request; its port is about to close.
 			tr.Kind, tr.LB = KindLoadBalancer, k.lb
-			tr.fail(http.StatusServiceUnavailable, err.Error())
+			tr.fail(http.StatusServiceUnavailable, why(tracetext.NotListening, "error", err.Error()))
 			ans = failureAnswer(tr)
 		}
 		d.traces.add(tr)

@@ -12,7 +12,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 
+	"github.com/ccmlab/ccmlab/internal/i18n"
 	"github.com/ccmlab/ccmlab/lab/cloud"
+	"github.com/ccmlab/ccmlab/lab/dataplane/tracetext"
 )
 
 // This file is kube-proxy's and the load balancer's decision making, as pure
@@ -433,7 +435,7 @@ func clusterIPs(svc *v1.Service) []string {
 // at once); otherwise none. Targets registered on the listener's target
 // port serve it; if none are (ip mode may register each Pod on its own
 // port), all targets do.
-func pickTarget(lb *cloud.LoadBalancer, l cloud.Listener, pick func(string, int) int) (cloud.Target, string, bool) {
+func pickTarget(lb *cloud.LoadBalancer, l cloud.Listener, pick func(string, int) int) (t cloud.Target, detail string, fail i18n.Msg, ok bool) {
 	var pool []cloud.Target
 	for _, t := range lb.Targets {
 		if t.Port == l.TargetPort {
@@ -444,7 +446,8 @@ func pickTarget(lb *cloud.LoadBalancer, l cloud.Listener, pick func(string, int)
 		pool = lb.Targets
 	}
 	if len(pool) == 0 {
-		return cloud.Target{}, "no targets are registered with this load balancer", false
+		fail = why(tracetext.NoTargets, "lb", lb.Name)
+		return cloud.Target{}, "no targets are registered with this load balancer", fail, false
 	}
 	state := cloud.TargetHealthy
 	cands := filterTargets(pool, cloud.TargetHealthy)
@@ -460,11 +463,13 @@ func pickTarget(lb *cloud.LoadBalancer, l cloud.Listener, pick func(string, int)
 				parts[i] += " (" + t.Reason + ")"
 			}
 		}
-		return cloud.Target{}, "no healthy targets: " + strings.Join(parts, ", "), false
+		targets := strings.Join(parts, ", ")
+		fail = why(tracetext.NoHealthyTargets, "lb", lb.Name, "targets", targets)
+		return cloud.Target{}, "no healthy targets: " + targets, fail, false
 	}
-	t := cands[pick(fmt.Sprintf("lb/%s/%s/%d", lb.Name, l.Protocol, l.Port), len(cands))]
+	t = cands[pick(fmt.Sprintf("lb/%s/%s/%d", lb.Name, l.Protocol, l.Port), len(cands))]
 	return t, fmt.Sprintf("listener %d/%s sends to target %s:%d (%s), round-robin over %d %s target(s)",
-		l.Port, cmp.Or(l.Protocol, "TCP"), t.ID, t.Port, t.Health, len(cands), state), true
+		l.Port, cmp.Or(l.Protocol, "TCP"), t.ID, t.Port, t.Health, len(cands), state), i18n.Msg{}, true
 }
 
 func filterTargets(ts []cloud.Target, h cloud.TargetHealth) []cloud.Target {
@@ -493,10 +498,10 @@ func (e *env) routeLoadBalancer(tr *Trace, lb *cloud.LoadBalancer, l cloud.Liste
 		tr.Service = svcKey(svc)
 	}
 	front := hostPort(cmp.Or(lb.DNSName, lb.IP, lb.Name), l.Port)
-	t, detail, ok := pickTarget(lb, l, e.pick)
+	t, detail, fail, ok := pickTarget(lb, l, e.pick)
 	if !ok {
 		tr.hop(Hop{Kind: HopLB, Address: front, Detail: detail})
-		tr.fail(statusRejected, "load balancer "+lb.Name+": "+detail)
+		tr.fail(statusRejected, fail)
 		return reached{}
 	}
 	if lb.TargetType == cloud.TargetTypeIP {
@@ -508,13 +513,13 @@ func (e *env) routeLoadBalancer(tr *Trace, lb *cloud.LoadBalancer, l cloud.Liste
 	tr.hop(Hop{Kind: HopLB, Node: nodeName(node), Address: front, Detail: detail})
 	switch {
 	case inst == nil:
-		tr.fail(statusRefused, fmt.Sprintf("target %s is not an instance of this cloud", t.ID))
+		tr.fail(statusRefused, why(tracetext.UnknownTarget, "target", t.ID))
 		return reached{}
 	case inst.State != cloud.InstanceRunning:
-		tr.fail(statusDropped, fmt.Sprintf("target %s is %s: nothing answers there", t.ID, inst.State))
+		tr.fail(statusDropped, why(tracetext.TargetNotRunning, "target", t.ID, "state", string(inst.State)))
 		return reached{}
 	case node == nil:
-		tr.fail(statusRefused, fmt.Sprintf("instance %s has no Node: no kubelet registered it, so no kube-proxy rules exist there", t.ID))
+		tr.fail(statusRefused, why(tracetext.InstanceNoNode, "instance", t.ID))
 		return reached{}
 	}
 	return e.routeNodePort(tr, node, t.Port, tr.ClientIP)
@@ -529,12 +534,12 @@ func (e *env) routeIPTarget(tr *Trace, front, detail string, t cloud.Target) rea
 	if pod != nil {
 		podNode = pod.Spec.NodeName
 	}
-	how, ok := e.reach(nil, t.ID, e.cluster.node(podNode))
+	how, fail, ok := e.reach(nil, t.ID, e.cluster.node(podNode))
 	tr.hop(Hop{Kind: HopLB, Node: podNode, Address: front, Detail: detail + "; " + how})
 	// No Policy: externalTrafficPolicy is kube-proxy's, and ip mode
 	// bypasses kube-proxy.
 	if !ok {
-		tr.fail(statusDropped, how)
+		tr.fail(statusDropped, fail)
 		return reached{}
 	}
 	tr.EntryNode = podNode
@@ -549,7 +554,7 @@ func (e *env) routeNodePort(tr *Trace, node *v1.Node, port int32, clientIP strin
 		Detail: fmt.Sprintf("arrives at node %s on port %d", node.Name, port)})
 	svc, sp := e.cluster.serviceByNodePort(port, v1.ProtocolTCP)
 	if svc == nil {
-		tr.fail(statusRefused, fmt.Sprintf("connection refused: no Service has NodePort %d, so kube-proxy has no rule for it", port))
+		tr.fail(statusRefused, why(tracetext.NoNodePort, "port", strconv.Itoa(int(port))))
 		return reached{}
 	}
 	tr.Service = svcKey(svc)
@@ -566,9 +571,9 @@ func (e *env) routeNodePort(tr *Trace, node *v1.Node, port int32, clientIP strin
 			port, tr.Service, sp.Port, policy, len(cands), where)})
 	if len(cands) == 0 {
 		if local {
-			tr.fail(statusDropped, fmt.Sprintf("dropped: node %s has no ready endpoint of %s, and externalTrafficPolicy Local never forwards to another node", node.Name, tr.Service))
+			tr.fail(statusDropped, why(tracetext.ExternalLocalDrop, "node", node.Name, "service", tr.Service))
 		} else {
-			tr.fail(statusRejected, fmt.Sprintf("%s has no ready endpoints: kube-proxy rejects the connection", tr.Service))
+			tr.fail(statusRejected, why(tracetext.NoEndpoints, "service", tr.Service))
 		}
 		return reached{}
 	}
@@ -607,9 +612,9 @@ func (e *env) routeClusterIP(tr *Trace, from *v1.Node, svc *v1.Service, sp *v1.S
 		tr.hop(Hop{Kind: HopDNAT, Node: fromName, Address: hostPort(ip, sp.Port),
 			Detail: fmt.Sprintf("kube-proxy: ClusterIP %s is Service %s (internalTrafficPolicy: %s); no usable endpoint", hostPort(ip, sp.Port), tr.Service, policy)})
 		if local {
-			tr.fail(statusDropped, fmt.Sprintf("dropped: node %s has no ready endpoint of %s, and internalTrafficPolicy Local never forwards to another node", fromName, tr.Service))
+			tr.fail(statusDropped, why(tracetext.InternalLocalDrop, "node", fromName, "service", tr.Service))
 		} else {
-			tr.fail(statusRejected, fmt.Sprintf("%s has no ready endpoints: kube-proxy rejects the connection", tr.Service))
+			tr.fail(statusRejected, why(tracetext.NoEndpoints, "service", tr.Service))
 		}
 		return reached{}
 	}
@@ -642,17 +647,17 @@ func (e *env) deliver(tr *Trace, from *v1.Node, ep endpoint, src string) reached
 	}
 	if from != nil && podNode != "" && podNode != from.Name {
 		to := e.cluster.node(podNode)
-		how, ok := e.reach(from, ep.IP, to)
+		how, fail, ok := e.reach(from, ep.IP, to)
 		tr.ExtraHop = true
 		tr.hop(Hop{Kind: HopForward, Node: podNode, Address: e.nodeIP(to),
 			Detail: fmt.Sprintf("extra hop: %s -> %s, where the Pod runs; %s", from.Name, podNode, how)})
 		if !ok {
-			tr.fail(statusDropped, "dropped: "+how)
+			tr.fail(statusDropped, fail)
 			return reached{}
 		}
 	}
 	if pod == nil {
-		tr.fail(statusRefused, fmt.Sprintf("connection refused: no Pod has IP %s", ep.IP))
+		tr.fail(statusRefused, why(tracetext.NoPod, "ip", ep.IP))
 		return reached{}
 	}
 	tr.Pod = pod.Namespace + "/" + pod.Name
@@ -678,30 +683,34 @@ func (e *env) podFor(ep endpoint) *v1.Pod {
 
 // reach says how a packet for Pod IP ip (on node to) gets there from node
 // from, or from the load balancer when from is nil, and whether it can.
-func (e *env) reach(from *v1.Node, ip string, to *v1.Node) (string, bool) {
+func (e *env) reach(from *v1.Node, ip string, to *v1.Node) (how string, fail i18n.Msg, ok bool) {
+	no := func(key string, nameValues ...string) (string, i18n.Msg, bool) {
+		m := why(key, nameValues...)
+		return tracetext.English(m), m, false
+	}
 	addr, err := netip.ParseAddr(ip)
 	if err != nil {
-		return fmt.Sprintf("%q is not an IP address", ip), false
+		return no(tracetext.NotAnIP, "ip", ip)
 	}
 	if e.cloud.vpc.IsValid() && e.cloud.vpc.Contains(addr) {
-		return fmt.Sprintf("%s is a VPC address, so the VPC delivers it directly", ip), true
+		return fmt.Sprintf("%s is a VPC address, so the VPC delivers it directly", ip), i18n.Msg{}, true
 	}
 	if r := e.cloud.routeFor(addr); r != nil {
 		if r.State == cloud.RouteBlackhole {
-			return fmt.Sprintf("VPC route %s -> %s is a blackhole (the instance is gone)", r.DestinationCIDR, r.InstanceID), false
+			return no(tracetext.RouteBlackhole, "cidr", r.DestinationCIDR, "instance", r.InstanceID)
 		}
 		if inst := e.instanceForNode(to); inst != nil && inst.ID != r.InstanceID {
-			return fmt.Sprintf("VPC route %s points to %s, not to %s where the Pod runs", r.DestinationCIDR, r.InstanceID, inst.ID), false
+			return no(tracetext.RouteElsewhere, "cidr", r.DestinationCIDR, "instance", r.InstanceID, "want", inst.ID)
 		}
-		return fmt.Sprintf("via VPC route %s -> %s", r.DestinationCIDR, r.InstanceID), true
+		return fmt.Sprintf("via VPC route %s -> %s", r.DestinationCIDR, r.InstanceID), i18n.Msg{}, true
 	}
 	if from == nil {
-		return fmt.Sprintf("the load balancer cannot reach Pod IP %s: it is not a VPC address and no VPC route covers it (ip mode needs Pod IPs the VPC can reach, as with Amazon VPC CNI)", ip), false
+		return no(tracetext.LBCannotReachPodIP, "ip", ip)
 	}
 	if e.overlay {
-		return fmt.Sprintf("through the overlay network to node %s", nodeName(to)), true
+		return fmt.Sprintf("through the overlay network to node %s", nodeName(to)), i18n.Msg{}, true
 	}
-	return fmt.Sprintf("no VPC route covers %s: the Route controller has not added one for node %s's podCIDR", ip, nodeName(to)), false
+	return no(tracetext.NoRoute, "ip", ip, "node", nodeName(to))
 }
 
 func nodeName(n *v1.Node) string {

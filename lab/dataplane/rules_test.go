@@ -53,6 +53,7 @@ func checkTrace(t *testing.T, tr Trace, w want) {
 	if w.errHas == "" && tr.Error != "" {
 		t.Errorf("unexpected error %q", tr.Error)
 	}
+	checkErrorKey(t, tr)
 	if tr.ID == "" || tr.Time.IsZero() {
 		t.Errorf("trace without ID or time: %+v", tr)
 	}

@@ -7,7 +7,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ccmlab/ccmlab/internal/i18n"
 	"github.com/ccmlab/ccmlab/internal/pubsub"
+	"github.com/ccmlab/ccmlab/lab/dataplane/tracetext"
 )
 
 // Request kinds: where a request enters the network.
@@ -68,14 +70,31 @@ type Trace struct {
 	Policy            string `json:"policy,omitempty"`     // Cluster or Local
 	TargetType        string `json:"targetType,omitempty"` // instance or ip, for load balancer traffic
 	Status            int    `json:"status"`
-	Error             string `json:"error,omitempty"`
+	// Error says in English why the request failed, for API readers.
+	// ErrorKey and ErrorArgs say the same as a lab/dataplane/tracetext key
+	// and its arguments, so the page says it in its own language.
+	Error     string    `json:"error,omitempty"`
+	ErrorKey  string    `json:"errorKey,omitempty"`
+	ErrorArgs i18n.Args `json:"errorArgs,omitempty"`
 }
 
 func (t *Trace) hop(h Hop) { t.Hops = append(t.Hops, h) }
 
-// fail ends the trace: the packet goes no further.
-func (t *Trace) fail(status int, msg string) {
-	t.Status, t.Error = status, msg
+// fail ends the trace: the packet goes no further, for the reason m.
+func (t *Trace) fail(status int, m i18n.Msg) {
+	t.Status, t.Error, t.ErrorKey, t.ErrorArgs = status, tracetext.English(m), m.Key, m.Args
+}
+
+// why is a tracetext key with its arguments given as name, value pairs.
+func why(key string, nameValues ...string) i18n.Msg {
+	var args i18n.Args
+	if len(nameValues) > 0 {
+		args = i18n.Args{}
+		for i := 0; i+1 < len(nameValues); i += 2 {
+			args[nameValues[i]] = nameValues[i+1]
+		}
+	}
+	return i18n.Msg{Key: key, Args: args}
 }
 
 func (t Trace) clone() Trace {

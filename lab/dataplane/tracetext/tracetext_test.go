@@ -1,0 +1,91 @@
+package tracetext
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/ccmlab/ccmlab/internal/i18n"
+)
+
+// TestCatalogComplete fails when a key lacks a Japanese or an English
+// text, or the two fill different placeholders.
+func TestCatalogComplete(t *testing.T) {
+	if err := catalog.Check(); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestKeysHaveTexts: every key constant has texts, and every text has a
+// constant (nobody sends an unnamed key).
+func TestKeysHaveTexts(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "tracetext.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	consts := map[string]bool{}
+	for _, d := range f.Decls {
+		gd, ok := d.(*ast.GenDecl)
+		if !ok || gd.Tok != token.CONST {
+			continue
+		}
+		for _, spec := range gd.Specs {
+			for _, v := range spec.(*ast.ValueSpec).Values {
+				if lit, ok := v.(*ast.BasicLit); ok {
+					s, _ := strconv.Unquote(lit.Value)
+					consts[s] = true
+				}
+			}
+		}
+	}
+	for k := range consts {
+		if _, ok := catalog[k]; !ok {
+			t.Errorf("key %q has no texts", k)
+		}
+	}
+	for k := range catalog {
+		if !consts[k] {
+			t.Errorf("text %q has no key constant", k)
+		}
+	}
+}
+
+var (
+	japanese = regexp.MustCompile(`[\p{Hiragana}\p{Katakana}\p{Han}]`)
+	// Two English words in a row make an English phrase, the thing the
+	// Japanese page must not show.
+	englishPhrase = regexp.MustCompile(`\b[A-Za-z]{2,}\s+[a-z]{2,}\b`)
+	// Names kept as they are in Japanese, as students read them in real
+	// output.
+	kept = []string{"Route controller"}
+)
+
+// TestJapaneseIsJapanese: every Japanese text is a Japanese sentence, with
+// names (in placeholders or in kept) the only English in it.
+func TestJapaneseIsJapanese(t *testing.T) {
+	for _, k := range catalog.Keys() {
+		ja := catalog[k].JA
+		if !japanese.MatchString(ja) {
+			t.Errorf("%s: %q has no Japanese in it", k, ja)
+		}
+		rest := regexp.MustCompile(`\{\w+\}`).ReplaceAllString(ja, "X")
+		for _, n := range kept {
+			rest = strings.ReplaceAll(rest, n, "X")
+		}
+		if m := englishPhrase.FindString(rest); m != "" {
+			t.Errorf("%s: %q has the English phrase %q", k, ja, m)
+		}
+	}
+}
+
+// TestEnglish: the English rendering fills every placeholder.
+func TestEnglish(t *testing.T) {
+	got := English(i18n.Msg{Key: NoPod, Args: i18n.Args{"ip": "10.0.0.9"}})
+	if want := "connection refused: no Pod has IP 10.0.0.9"; got != want {
+		t.Errorf("English = %q, want %q", got, want)
+	}
+}
