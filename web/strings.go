@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/ccmlab/ccmlab/internal/i18n"
+	"github.com/ccmlab/ccmlab/lab/dataplane/tracetext"
 	"github.com/ccmlab/ccmlab/lab/flow/flowtext"
 )
 
@@ -22,11 +23,12 @@ func Langs() []Lang { return i18n.Langs() }
 
 func langNames() []string { return []string{string(JA), string(EN)} }
 
-// catalog is everything the page says: its own texts and the flow's
-// (evidence and stuck details, which lab/flow sends as keys). A key
-// defined in both is a programming error, caught at start-up.
+// catalog is everything the page says: its own texts, the flow's
+// (evidence and stuck details, which lab/flow sends as keys) and the data
+// plane's (why a traced request failed, which lab/dataplane sends as
+// keys). A key defined twice is a programming error, caught at start-up.
 var catalog = func() i18n.Catalog {
-	c, err := i18n.Merge(pageTexts, flowtext.Catalog())
+	c, err := i18n.Merge(pageTexts, flowtext.Catalog(), tracetext.Catalog())
 	if err != nil {
 		panic("web: " + err.Error())
 	}

@@ -14,11 +14,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ccmlab/ccmlab/internal/i18n"
+	"github.com/ccmlab/ccmlab/lab/dataplane/tracetext"
 	"github.com/ccmlab/ccmlab/lab/flow/flowtext"
 )
 
 // TestCatalogComplete: every key has both languages, and both fill the same
-// placeholders; the flow's keys included.
+// placeholders; the flow's and the data plane's keys included.
 func TestCatalogComplete(t *testing.T) {
 	if err := catalog.Check(); err != nil {
 		t.Error(err)
@@ -26,6 +28,11 @@ func TestCatalogComplete(t *testing.T) {
 	for _, k := range flowtext.Catalog().Keys() {
 		if _, ok := catalog[k]; !ok {
 			t.Errorf("the page lacks the flow's key %q", k)
+		}
+	}
+	for _, k := range tracetext.Catalog().Keys() {
+		if _, ok := catalog[k]; !ok {
+			t.Errorf("the page lacks the data plane's key %q", k)
 		}
 	}
 }
@@ -80,11 +87,14 @@ func TestNoUnusedKeys(t *testing.T) {
 		}
 		return v
 	}(), "\n")
-	flowKeys := flowtext.Catalog()
+	sentKeys, err := i18n.Merge(flowtext.Catalog(), tracetext.Catalog())
+	if err != nil {
+		t.Fatal(err)
+	}
 keys:
 	for _, k := range Keys() {
-		if _, sent := flowKeys[k]; sent || strings.Contains(all, `"`+k+`"`) {
-			continue // the lab sends the flow's keys
+		if _, sent := sentKeys[k]; sent || strings.Contains(all, `"`+k+`"`) {
+			continue // the lab sends the flow's and the data plane's keys
 		}
 		for _, p := range dynamicFamilies {
 			if strings.HasPrefix(k, p) {
@@ -245,7 +255,7 @@ var (
 	// Two English words in a row make an English phrase.
 	englishPhrase = regexp.MustCompile(`\b[A-Za-z]{2,}\s+[a-z]{2,}\b`)
 	// Names the Japanese texts keep as students read them in real output.
-	keptNames = []string{"uninitialized taint", "Service controller", "Node controller", "load-balancer-controller"}
+	keptNames = []string{"uninitialized taint", "Service controller", "Node controller", "Route controller", "load-balancer-controller"}
 )
 
 // TestJapanesePageFlowEvidence reads the strings the Japanese page really
@@ -254,6 +264,43 @@ var (
 // besides the names in placeholders and keptNames. It also checks that the
 // JS renders the keys rather than the English fallback.
 func TestJapanesePageFlowEvidence(t *testing.T) {
+	keys := flowtext.Catalog().Keys()
+	if len(keys) < 20 {
+		t.Fatalf("only %d flow keys", len(keys))
+	}
+	checkShippedJapanese(t, keys)
+	src := sources(t)
+	for _, want := range []string{"step.evidenceKey", "stuck.messageKey"} {
+		if !strings.Contains(src["static/js/flow.js"], want) {
+			t.Errorf("flow.js does not render %s", want)
+		}
+	}
+}
+
+// TestJapanesePageTraceErrors is the same for why a traced request failed
+// (lab/dataplane's tracetext keys), which the diagram and the flow's
+// request panel show.
+func TestJapanesePageTraceErrors(t *testing.T) {
+	keys := tracetext.Catalog().Keys()
+	if len(keys) < 10 {
+		t.Fatalf("only %d trace failure keys", len(keys))
+	}
+	checkShippedJapanese(t, keys)
+	src := sources(t)
+	for _, file := range []string{"static/js/diagram.js", "static/js/flow.js"} {
+		if !strings.Contains(src[file], "traceError(") {
+			t.Errorf("%s does not render a trace's errorKey (traceError)", file)
+		}
+	}
+	if !strings.Contains(src["static/js/util.js"], "errorKey") {
+		t.Error("util.js's traceError does not read errorKey")
+	}
+}
+
+// checkShippedJapanese reads the strings the Japanese page ships and fails
+// for any of keys that is missing or not a Japanese sentence.
+func checkShippedJapanese(t *testing.T, keys []string) {
+	t.Helper()
 	res := get(t, newHandler(t, Config{}), "/?lang=ja", nil)
 	body, _ := io.ReadAll(res.Body)
 	m := stringsScript.FindSubmatch(body)
@@ -263,10 +310,6 @@ func TestJapanesePageFlowEvidence(t *testing.T) {
 	var shipped map[string]string
 	if err := json.Unmarshal(m[1], &shipped); err != nil {
 		t.Fatal(err)
-	}
-	keys := flowtext.Catalog().Keys()
-	if len(keys) < 20 {
-		t.Fatalf("only %d flow keys", len(keys))
 	}
 	for _, k := range keys {
 		ja, ok := shipped[k]
@@ -283,12 +326,6 @@ func TestJapanesePageFlowEvidence(t *testing.T) {
 		}
 		if p := englishPhrase.FindString(rest); p != "" {
 			t.Errorf("%s: %q has the English phrase %q", k, ja, p)
-		}
-	}
-	src := sources(t)
-	for _, want := range []string{"step.evidenceKey", "stuck.messageKey"} {
-		if !strings.Contains(src["static/js/flow.js"], want) {
-			t.Errorf("flow.js does not render %s", want)
 		}
 	}
 }

@@ -12,7 +12,7 @@ const Module = "github.com/ccmlab/ccmlab"
 // one places it.
 var Layers = [][]string{
 	{"internal/..."},
-	{"lab/profile", "lab/flow/flowtext"},
+	{"lab/profile", "lab/flow/flowtext", "lab/dataplane/tracetext"},
 	{"lab/cloud", "lab/controlplane"},
 	{"lab/kubelet", "lab/dataplane", "lab/controlplane/cptest"},
 	{"lab/flow"},

@@ -5,7 +5,7 @@
 // A token runs along the top row when a step is reached; a packet runs
 // along the bottom row when a request is traced.
 
-import { s, t, setText, setAttr, shortName, truncate, reducedMotion } from "./util.js";
+import { s, t, setText, setAttr, shortName, truncate, reducedMotion, traceError } from "./util.js";
 
 const BOX_W = 160;
 const BOX_H = 78;
@@ -160,7 +160,7 @@ export function playTrace(d, trace, slow) {
       const last = d.hops[d.hops.length - 1];
       if (last) last.g.classList.add(ok ? "arrived" : "failed");
       setAttr(d.packet, "data-state", ok ? "arrived" : "failed");
-      setText(d.caption, ok ? t("trace.answer", { status: trace.status }) : t("trace.failed", { status: trace.status, error: trace.error || "" }));
+      setText(d.caption, ok ? t("trace.answer", { status: trace.status }) : t("trace.failed", { status: trace.status, error: traceError(trace) }));
     },
   );
 }

@@ -1,7 +1,7 @@
 // The six-step strip of a chosen LoadBalancer Service, its diagram, why it
 // is stuck, and the last request sent through its load balancer.
 
-import { h, t, setText, setAttr, show } from "./util.js";
+import { h, t, setText, setAttr, show, traceError } from "./util.js";
 import { createDiagram, updateControl, playStep, playTrace, resetTrace } from "./diagram.js";
 
 const STATUS_GLYPH = { done: "✓", current: "▶", stuck: "⚠", pending: "○" };
@@ -168,7 +168,7 @@ function renderTrace(box, tr) {
     return;
   }
   const ok = tr.status >= 200 && tr.status < 400;
-  const facts = [ok ? "✓ " + t("trace.answer", { status: tr.status }) : "✗ " + t("trace.failed", { status: tr.status, error: tr.error || "" })];
+  const facts = [ok ? "✓ " + t("trace.answer", { status: tr.status }) : "✗ " + t("trace.failed", { status: tr.status, error: traceError(tr) })];
   if (tr.pod) facts.push(t("trace.pod", { pod: tr.pod, node: tr.podNode || "" }));
   if (tr.pod) facts.push(tr.extraHop ? t("trace.extra") : t("trace.noextra"));
   if (tr.sourceIPSeenByPod) facts.push(t("trace.source", { ip: tr.sourceIPSeenByPod, policy: tr.policy || "Cluster" }));

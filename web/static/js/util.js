@@ -18,6 +18,15 @@ export function t(key, vars) {
   return s;
 }
 
+// traceError says why a traced request failed, in the page's language: the
+// data plane sends a key of lab/dataplane/tracetext with its arguments, and
+// the English text only for API readers (and for a lab older than this
+// page).
+export function traceError(trace) {
+  if (trace.errorKey) return t(trace.errorKey, trace.errorArgs || {});
+  return trace.error || "";
+}
+
 // h builds an element. attrs: class, text, data-*/aria-*/role and other
 // attributes, on<event> handlers; children may be strings, nodes or arrays.
 export function h(tag, attrs, ...kids) {
