@@ -23,6 +23,7 @@ import (
 	"github.com/ccmlab/ccmlab/internal/i18n"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
+	"github.com/ccmlab/ccmlab/lab/dataplane/tracetext"
 )
 
 // Outcome is what one check found: whether it holds and, in both
@@ -351,13 +352,30 @@ func ingressOf(svc *corev1.Service) string {
 	return ""
 }
 
-func summarize(tr dataplane.Trace) string {
+func summarize(tr dataplane.Trace) i18n.Text {
 	s := fmt.Sprintf("%d", tr.Status)
 	if tr.Pod != "" {
 		s += fmt.Sprintf(" pod=%s@%s", tr.Pod, tr.PodNode)
 	}
+	out := i18n.Text{JA: s, EN: s}
 	if tr.Error != "" {
-		s += " (" + tr.Error + ")"
+		// The data plane names its failure by a key; the Japanese verdict
+		// quotes the Japanese text, not the English one.
+		ja := tr.Error
+		if tr.ErrorKey != "" {
+			ja = tracetext.Catalog().Text(i18n.Msg{Key: tr.ErrorKey, Args: tr.ErrorArgs}).JA
+		}
+		out.JA += " (" + ja + ")"
+		out.EN += " (" + tr.Error + ")"
 	}
-	return s
+	return out
+}
+
+// failText is failf for a verdict that quotes a text already in both
+// languages: its JA goes into ja and its EN into en.
+func failText(ja, en string, quoted i18n.Text, args ...any) Outcome {
+	return Outcome{false, i18n.Text{
+		JA: fmt.Sprintf(ja, append(args, quoted.JA)...),
+		EN: fmt.Sprintf(en, append(args, quoted.EN)...),
+	}}
 }

@@ -143,11 +143,11 @@ func evalExtraHop(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcome {
 	n := min(max(2*len(lb.Targets), 4), 12)
 	var ok200, extra, violations int
 	var sample dataplane.Trace
-	var last string
+	var last i18n.Text
 	for range n {
 		tr, err := e.env.Dataplane.Do(ctx, dataplane.Request{Kind: dataplane.KindLoadBalancer, LB: lb.Name})
 		if err != nil {
-			last = err.Error()
+			last = i18n.Text{JA: err.Error(), EN: err.Error()}
 			continue
 		}
 		last = summarize(tr)
@@ -172,7 +172,7 @@ func evalExtraHop(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcome {
 		}
 	}
 	if ok200 == 0 {
-		return failf("%d 回のリクエストのどれも 200 になりませんでした: %s", "none of %d requests got 200: %s", n, last)
+		return failText("%d 回のリクエストのどれも 200 になりませんでした: %s", "none of %d requests got 200: %s", last, n)
 	}
 	if c.Policy == dataplane.PolicyCluster {
 		if sample.ID == "" {

@@ -146,11 +146,11 @@ func evalServiceAnswers(ctx context.Context, e *evalCtx, c format.CheckSpec) Out
 	if len(reqs) == 0 {
 		return failf("リクエストを送れる Ready な Node がありません。", "no Ready node to send a request to.")
 	}
-	var last string
+	var last i18n.Text
 	for _, r := range reqs {
 		tr, err := e.env.Dataplane.Do(ctx, r)
 		if err != nil {
-			last = err.Error()
+			last = i18n.Text{JA: err.Error(), EN: err.Error()}
 			continue
 		}
 		if tr.Status == 200 {
@@ -159,7 +159,7 @@ func evalServiceAnswers(ctx context.Context, e *evalCtx, c format.CheckSpec) Out
 		}
 		last = summarize(tr)
 	}
-	return failf("%s へのリクエストが通りませんでした: %s", "a request via %s did not get through: %s", c.Via, last)
+	return failText("%s へのリクエストが通りませんでした: %s", "a request via %s did not get through: %s", last, c.Via)
 }
 
 func evalServiceFlow(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcome {
