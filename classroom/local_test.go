@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -17,6 +18,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/ccmlab/ccmlab/internal/testutil"
 )
 
 // binary is the ccmlab the local backend runs, built once: the labs are
@@ -24,6 +27,12 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		// The fast tier runs the unit tests only; TestLocalClass, the one
+		// that needs the binary, skips.
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "ccmlab-classroom-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -41,22 +50,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// eventually polls cond every 50ms until it holds or timeout passes.
+// eventually is internal/testutil's, the suite's one wait.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	last := ""
-	for {
-		ok, why := cond()
-		if ok {
-			return
-		}
-		last = why
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s (last: %s)", what, timeout, last)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testutil.Eventually(t, timeout, what, cond)
 }
 
 type portal struct {

@@ -221,6 +221,7 @@ func TestRestartKeepsObjects(t *testing.T) {
 // Kubernetes version in go.mod, not component-base's placeholder (the test
 // binary is built with plain go build, without the Makefile's -X flags).
 func TestKubectl(t *testing.T) {
+	needBinary(t)
 	mod, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", "k8s.io/kubernetes").Output()
 	if err != nil {
 		t.Fatal(err)
