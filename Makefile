@@ -77,6 +77,9 @@ test-unit: ## Run the tests that need no control plane, binary or browser (-shor
 .PHONY: test
 test: verify browser ## Run every test (integration and browser tests included)
 	$(GO) test -count=1 -timeout 30m ./...
+	@# -p 1 also serializes compiling, so build the race variants of the
+	@# packages (Kubernetes included) first, on every core.
+	$(GO) build -race $(RACE_PKGS)
 	@# One package at a time: each starts a control plane, and under the race
 	@# detector two of them at once on 2 cores starve the controllers' timing.
 	$(GO) test -count=1 -race -p 1 -timeout 40m $(RACE_PKGS)
