@@ -85,3 +85,22 @@ func TestTextJSON(t *testing.T) {
 		t.Errorf("Textf = %+v", got)
 	}
 }
+
+func TestNotJapanese(t *testing.T) {
+	for _, tc := range []struct {
+		ja   string
+		want bool // true: it is Japanese
+	}{
+		{"イベント {reason} が {source} から届きました", true},
+		{"Service controller が動いていません", true},
+		{"EnsuringLoadBalancer を確認しました", true},
+		{"event EnsuringLoadBalancer from service-controller", false},
+		{"ロードバランサー: no healthy targets", false},
+		{"no targets", false},
+	} {
+		got := NotJapanese(tc.ja)
+		if (got == "") != tc.want {
+			t.Errorf("NotJapanese(%q) = %q", tc.ja, got)
+		}
+	}
+}
