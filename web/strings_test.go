@@ -249,7 +249,6 @@ func TestModulesListed(t *testing.T) {
 }
 
 var (
-	placeholder   = regexp.MustCompile(`\{\w+\}`)
 	stringsScript = regexp.MustCompile(`<script type="application/json" id="ccmlab-strings">(.*?)</script>`)
 )
 
