@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -33,20 +32,14 @@ func TestMain(m *testing.M) {
 		// that needs the binary, skips.
 		os.Exit(m.Run())
 	}
-	dir, err := os.MkdirTemp("", "ccmlab-classroom-bin-")
+	path, cleanup, err := testutil.BuildCCMLab()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	binary = filepath.Join(dir, "ccmlab")
-	build := exec.Command("go", "build", "-o", binary, "../cmd/ccmlab")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building ccmlab:", err)
-		os.Exit(1)
-	}
+	binary = path
 	code := m.Run()
-	os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
 }
 

@@ -1,13 +1,10 @@
 package flowtext
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"strconv"
 	"testing"
 
 	"github.com/ccmlab/ccmlab/internal/i18n"
+	"github.com/ccmlab/ccmlab/internal/testutil"
 )
 
 // TestCatalogComplete fails when any evidence or stuck-detail key lacks a
@@ -21,25 +18,9 @@ func TestCatalogComplete(t *testing.T) {
 // TestKeysHaveTexts: every key constant of this package has texts, and
 // every text has a constant (nobody sends an unnamed key).
 func TestKeysHaveTexts(t *testing.T) {
-	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, "flowtext.go", nil, 0)
+	consts, err := testutil.StringConstants("flowtext.go")
 	if err != nil {
 		t.Fatal(err)
-	}
-	consts := map[string]bool{}
-	for _, d := range f.Decls {
-		gd, ok := d.(*ast.GenDecl)
-		if !ok || gd.Tok != token.CONST {
-			continue
-		}
-		for _, spec := range gd.Specs {
-			for _, v := range spec.(*ast.ValueSpec).Values {
-				if lit, ok := v.(*ast.BasicLit); ok {
-					s, _ := strconv.Unquote(lit.Value)
-					consts[s] = true
-				}
-			}
-		}
 	}
 	for k := range consts {
 		if _, ok := catalog[k]; !ok {
