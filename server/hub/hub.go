@@ -23,6 +23,10 @@ const (
 	DefaultPongTimeout  = 10 * time.Second
 	DefaultWriteTimeout = 5 * time.Second
 
+	// DefaultRecordEvery is what the lab sets Config.RecordEvery to: with
+	// the default ring, a recording spans 3584 to 4096 frames.
+	DefaultRecordEvery = 512
+
 	maxReplaySize = 1 << 20
 	maxQueueSize  = 1 << 16
 	maxTypeLen    = 64
@@ -57,6 +61,13 @@ type Message struct {
 type Config struct {
 	// ReplaySize bounds the replay ring (messages). Default 4096.
 	ReplaySize int
+	// RecordEvery, when positive, makes the hub keep a recording
+	// (GET /api/recording, see recording.go): a base snapshot is taken
+	// every RecordEvery published frames and kept while the replay ring
+	// holds every frame after it. At most ReplaySize/2, so the recording
+	// always spans at least half the ring. Zero: no recording (a hub
+	// without one never calls Snapshot on its own).
+	RecordEvery int
 	// QueueSize bounds each subscriber's queue (messages). A subscriber
 	// whose queue is full when a message is published is disconnected.
 	// Default 256.
@@ -120,6 +131,9 @@ func (c *Config) validate() error {
 	}
 	posInt("ReplaySize", &c.ReplaySize, DefaultReplaySize, maxReplaySize)
 	posInt("QueueSize", &c.QueueSize, DefaultQueueSize, maxQueueSize)
+	if c.RecordEvery < 0 || c.RecordEvery > c.ReplaySize/2 {
+		errs = append(errs, fmt.Errorf("RecordEvery must be between 0 (no recording) and ReplaySize/2 = %d, got %d", c.ReplaySize/2, c.RecordEvery))
+	}
 	posDur("PingInterval", &c.PingInterval, DefaultPingInterval)
 	posDur("PongTimeout", &c.PongTimeout, DefaultPongTimeout)
 	posDur("WriteTimeout", &c.WriteTimeout, DefaultWriteTimeout)
@@ -157,6 +171,7 @@ type Stats struct {
 // subscriber queue.
 type frame struct {
 	seq uint64
+	at  time.Time // publication time (for a snapshot: when it was started)
 	b   []byte
 }
 
@@ -211,6 +226,11 @@ type Hub struct {
 	closed  bool
 	forced  bool   // Close's context expired; connections are torn down
 	bye     *frame // set by Close
+
+	// The recording (recording.go): bases in seq order, the oldest first.
+	bases      []*frame
+	basing     bool      // a goroutine is taking a base
+	baseFailed time.Time // when the last attempt failed (zero: it did not)
 }
 
 // New returns a Hub configured by cfg.
@@ -270,8 +290,10 @@ func (h *Hub) Publish(typ string, data any) (uint64, error) {
 		return 0, ErrClosed
 	}
 	h.seq++
-	f := &frame{seq: h.seq, b: encodeFrame(h.seq, qtyp, h.clk.Now(), raw)}
+	now := h.clk.Now()
+	f := &frame{seq: h.seq, at: now, b: encodeFrame(h.seq, qtyp, now, raw)}
 	h.ring.push(f)
+	h.maybeBaseLocked()
 	for s := range h.subs {
 		select {
 		case s.q <- f:

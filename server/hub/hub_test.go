@@ -378,7 +378,11 @@ func TestSlowClientDropped(t *testing.T) {
 		}
 		last = m.Seq
 	}
-	if last == 0 || last >= seq {
+	// The prefix may be empty: under load the hub can fill the slow
+	// client's queue before its writer got to send anything after the
+	// snapshot. What matters is that it is a strict prefix, that the close
+	// reason names its end, and that resuming from there loses nothing.
+	if last >= seq {
 		t.Fatalf("slow client received up to %d of %d; expected a strict prefix", last, seq)
 	}
 	t.Logf("slow client dropped; it had been sent up to seq %d of %d", last, seq)
