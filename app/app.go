@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -262,13 +263,20 @@ func (a *App) startCluster(ctx context.Context) (cluster, error) {
 // exercises and hands the whole to the server.
 func (a *App) build(ctx, gctx context.Context, g *errgroup.Group, cl cluster, l *lab, begin time.Time) error {
 	epoch := newEpoch()
-	var api *server.Lab
+	// api is set once the lab is assembled; the hub's recording may ask
+	// for a snapshot before (it retries), websocket clients never do.
+	var api atomic.Pointer[server.Lab]
 	var err error
 	l.hub, err = hub.New(hub.Config{
-		Epoch:  epoch,
-		Logger: a.cfg.Logger.With("component", "hub"),
+		Epoch:       epoch,
+		Logger:      a.cfg.Logger.With("component", "hub"),
+		RecordEvery: hub.DefaultRecordEvery,
 		Snapshot: func(context.Context) (any, error) {
-			return a.srv.State(api), nil
+			lab := api.Load()
+			if lab == nil {
+				return nil, errors.New("the lab is starting")
+			}
+			return a.srv.State(lab), nil
 		},
 	})
 	if err != nil {
@@ -314,12 +322,12 @@ func (a *App) build(ctx, gctx context.Context, g *errgroup.Group, cl cluster, l 
 	if err != nil {
 		return err
 	}
-	api = &server.Lab{
+	api.Store(&server.Lab{
 		Profile: a.cfg.Profile, Cloud: s.Cloud, Controllers: s.Manager, Flow: s.Observer, Hub: l.hub,
 		Requests: requester{dp: s.Dataplane, flow: s.Observer}, Epoch: epoch,
 		Exercises: ex, Console: con,
-	}
-	a.srv.SetLab(api)
+	})
+	a.srv.SetLab(api.Load())
 	a.cfg.Progress("cloud, kubelets, ccm", time.Since(begin))
 	return nil
 }

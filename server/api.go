@@ -75,6 +75,7 @@ func (s *Server) routes() {
 	api(http.MethodPost, "/exercises/:id/reset", s.resetExercise)
 	api(http.MethodPost, "/exercises/:id/quiz/:q", s.answerQuiz)
 	api(http.MethodPost, "/console", s.runConsole)
+	api(http.MethodGet, "/recording", s.getRecording)
 	s.echo.GET("/ws", s.websocket, s.needLab)
 	if s.cfg.Assets != nil {
 		s.echo.GET("/*", echo.WrapHandler(s.cfg.Assets))

@@ -94,3 +94,13 @@ func (s *Server) websocket(c echo.Context) error {
 	s.l().Hub.ServeHTTP(c.Response(), c.Request())
 	return nil
 }
+
+// getRecording answers the lab's recent history as NDJSON
+// (docs/protocol.md, "Recordings"); `ccmlab replay` plays such a file.
+func (s *Server) getRecording(c echo.Context) error {
+	if s.l().Hub == nil {
+		return echo.NewHTTPError(http.StatusNotFound, "this lab keeps no recording")
+	}
+	s.l().Hub.ServeRecording(c.Response(), c.Request())
+	return nil
+}

@@ -28,7 +28,7 @@ func langNames() []string { return []string{string(JA), string(EN)} }
 // plane's (why a traced request failed, which lab/dataplane sends as
 // keys). A key defined twice is a programming error, caught at start-up.
 var catalog = func() i18n.Catalog {
-	c, err := i18n.Merge(pageTexts, flowtext.Catalog(), tracetext.Catalog())
+	c, err := i18n.Merge(pageTexts, replayTexts, flowtext.Catalog(), tracetext.Catalog())
 	if err != nil {
 		panic("web: " + err.Error())
 	}

@@ -30,6 +30,9 @@ type Config struct {
 	// DefaultLang is the language when neither ?lang=, the cookie nor the
 	// browser's Accept-Language decides. Empty means English.
 	DefaultLang Lang
+	// Replay serves the page of `ccmlab replay`: it plays the recording at
+	// api/recording instead of connecting to a lab.
+	Replay bool
 }
 
 // LangCookie remembers the language a visitor picked with ?lang=.
@@ -54,7 +57,9 @@ func Handler(cfg Config) (http.Handler, error) {
 		var b bytes.Buffer
 		// The page names its assets relative to itself, so it also works
 		// behind a prefix (the classroom's /s/<name>/).
-		if err := Page(pageData(l, strings.TrimPrefix(h.assets.base, "/"))).Render(context.Background(), &b); err != nil {
+		d := pageData(l, strings.TrimPrefix(h.assets.base, "/"))
+		d.Replay = cfg.Replay
+		if err := Page(d).Render(context.Background(), &b); err != nil {
 			return nil, fmt.Errorf("web: rendering the %s page: %w", l, err)
 		}
 		h.pages[l] = b.Bytes()

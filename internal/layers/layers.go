@@ -21,7 +21,7 @@ var Layers = [][]string{
 	{"exercises/format"},
 	{"exercises/..."},
 	{"server/stream", "server/hub", "web"},
-	{"server"},
+	{"server", "server/replay"},
 	{"app/..."},
 	{"classroom/..."},
 	{"cmd/..."},

@@ -2,7 +2,7 @@
 // once per animation frame, and the page's actions sent to the REST API.
 
 import { loadStrings, t, setText, setAttr, show } from "./util.js";
-import { createStore, snapshot, apply, addTrace } from "./store.js";
+import { createStore, snapshot, apply, addTrace, markAll } from "./store.js";
 import { connect } from "./conn.js";
 import { renderControl } from "./control.js";
 import { renderCluster } from "./cluster.js";
@@ -11,10 +11,34 @@ import { renderFlow, flowKeys, selectedService } from "./flow.js";
 import { renderNodeInit } from "./nodeinit.js";
 import { initExercises } from "./exercise.js";
 import { initConsole } from "./console.js";
+import { initFlowReplays, startRecordingReplay, replayLog } from "./player.js";
 
 loadStrings();
 
 const st = createStore();
+
+// --- players (player.js) ---
+// The page draws `view`: the live store, or the store of a moment a player
+// shows (a flow replay, or `ccmlab replay`'s recording). Live messages
+// always go to `st`; nothing a player does reaches the lab.
+const replayMode = document.documentElement.dataset.mode === "replay";
+let view = st;
+function setView(store) {
+  const next = store || st;
+  if (next !== view) {
+    view = next;
+    markAll(view);
+  }
+  schedule();
+}
+// The actions that change the lab: refused (and their buttons disabled)
+// in replay mode.
+const LAB_ACTIONS = new Set(["toggle-controller", "fault", "stepmode", "step-next", "launch", "instance", "send-request", "toggle-exercises"]);
+function lockLab() {
+  for (const el of document.querySelectorAll("[data-action]")) if (LAB_ACTIONS.has(el.getAttribute("data-action"))) el.disabled = true;
+}
+let flowReplays = null;
+// --- end players ---
 const ui = {
   conn: "connecting",
   busy: new Set(), // actions in flight: a controller name, "fault", "send", ...
@@ -61,16 +85,18 @@ function renderNow() {
   clearTimeout(fallback);
   frame = 0;
   const t0 = performance.now();
-  const dirty = [...st.dirty];
-  st.dirty.clear();
+  const dirty = [...view.dirty];
+  view.dirty.clear();
   for (const region of dirty) {
     try {
-      renderers[region](st, ui);
+      renderers[region](view, ui);
     } catch (err) {
       console.error("rendering", region, err);
     }
   }
   const t1 = performance.now();
+  if (replayMode) lockLab();
+  else if (flowReplays) flowReplays.sync();
   stats.renders++;
   stats.lastRenderMs = t1 - t0;
   stats.renderedMessages = st.messages;
@@ -78,7 +104,10 @@ function renderNow() {
 }
 
 function dirty(...regions) {
-  for (const r of regions) st.dirty.add(r);
+  for (const r of regions) {
+    st.dirty.add(r);
+    view.dirty.add(r);
+  }
   schedule();
 }
 
@@ -277,6 +306,7 @@ document.addEventListener("click", (e) => {
   const el = e.target.closest("[data-action]");
   if (!el || el.disabled) return;
   const a = el.getAttribute("data-action");
+  if (replayMode && LAB_ACTIONS.has(a)) return;
   switch (a) {
     case "toggle-controller":
       toggleController(el.getAttribute("data-name"));
@@ -360,6 +390,7 @@ document.addEventListener("keydown", (e) => {
   if (tgt.closest && tgt.closest("input, select, textarea, [contenteditable]")) return;
   const fn = keys[e.key.toLowerCase()];
   if (!fn) return;
+  if (replayMode && !["p", "escape", "?"].includes(e.key.toLowerCase())) return;
   e.preventDefault();
   fn();
   dirty(...Object.keys(renderers));
@@ -386,6 +417,8 @@ setPresenter(presenter);
 // A hook for the browser tests and for curious students in the console.
 window.ccmlab = {
   store: st,
+  view: () => view,
+  replayLog,
   ui,
   stats,
   exercises: exercises.state,
@@ -399,5 +432,14 @@ window.ccmlab = {
 };
 
 dirty(...Object.keys(renderers));
-connect({ onMessage, onState });
-exercises.refresh();
+if (replayMode) {
+  // ccmlab replay: no lab behind the page, only its recording.
+  document.documentElement.classList.add("ex-hidden");
+  startRecordingReplay({ setView }).then((r) => {
+    window.ccmlab.replay = r;
+  });
+} else {
+  flowReplays = initFlowReplays({ live: st, ui, setView });
+  connect({ onMessage, onState });
+  exercises.refresh();
+}

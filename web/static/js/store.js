@@ -183,3 +183,23 @@ function timeOf(e) {
 }
 
 export { podKey, svcKey, timeOf };
+
+// --- for players (player.js): a replay feeds its own store, never the live one ---
+
+// markAll asks for every region to be redrawn (a player switched stores).
+export function markAll(st) {
+  for (const r of ALL) st.dirty.add(r);
+}
+
+// cloneStore copies a store deeply enough that a player may change its
+// maps and lists without touching the original; the objects in them are
+// shared and must be replaced, not mutated.
+export function cloneStore(src) {
+  const st = createStore();
+  for (const [k, v] of Object.entries(src)) {
+    if (k === "dirty") continue;
+    st[k] = v instanceof Map ? new Map(v) : Array.isArray(v) ? [...v] : v;
+  }
+  markAll(st);
+  return st;
+}
