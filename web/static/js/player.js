@@ -39,7 +39,7 @@ function createPlayer(o) {
   const id = o.id;
   const btn = (name, text, label, fn) =>
     h("button", { type: "button", class: "btn btn-small", "data-testid": id + "-" + name, "aria-label": label, title: label, text, onclick: fn });
-  const first = btn("first", "⏮", t("replay.first"), () => {
+  const first = btn("first", "|◀", t("replay.first"), () => {
     pause();
     go(0);
   });
@@ -77,8 +77,9 @@ function createPlayer(o) {
     "data-testid": id + "-scrub",
     "aria-label": t("replay.position"),
     oninput: (e) => {
+      const j = Number(e.target.value); // before pause() puts the scrubber back
       pause();
-      go(Number(e.target.value));
+      go(j);
     },
   });
   const where = h("span", { class: "player-at", "data-testid": id + "-at" });
