@@ -216,3 +216,20 @@ func startReplay(t *testing.T, file string) (string, time.Duration) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestNodeReplaySteps: a node's initialization replayed step by step
+// brings back its uninitialized taint and shows it fall at step 5.
+func TestNodeReplaySteps(t *testing.T) {
+	f := newFakeLab(t, bigWorld(3, 3, 1))
+	b := openFake(t, f, "?lang=en")
+	b.waitFor(t, "a node's timeline", q("node-taint")+`.dataset.state === "removed" && !`+q("node-replay")+`.disabled`, 15*time.Second)
+	b.click(t, "node-replay")
+	b.waitFor(t, "no Node yet at moment 0", q("node-player")+`.dataset.index === "0" && `+q("node-taint")+`.dataset.state === "none"`, 5*time.Second)
+	for i, want := range []string{"none", "present", "present", "present", "removed", "removed"} {
+		b.click(t, "node-player-next")
+		b.waitFor(t, fmt.Sprintf("moment %d: taint %s", i+1, want), q("node-player")+`.dataset.index === "`+fmt.Sprint(i+1)+`" && `+q("node-taint")+`.dataset.state === "`+want+`"`, 5*time.Second)
+	}
+	b.click(t, "node-player-close")
+	b.waitFor(t, "back to live", `!`+q("node-player")+` && `+q("node-taint")+`.dataset.state === "removed"`, 5*time.Second)
+	b.check(t)
+}
