@@ -41,6 +41,8 @@ func TestFlowReplayAtChosenPace(t *testing.T) {
 	// Moment 0: nothing done yet; the load balancer is not there yet.
 	b.waitFor(t, "the strip back at step 0", q("svc-step-count")+`.dataset.step === "0" && `+q("svc-step-apply")+`.dataset.status === "current" && !`+q(lbTestid), 5*time.Second)
 
+	saveScreenshot(t, b, "e2e-flow-replay-start.png")
+
 	const pace = 0.5 // seconds per step
 	b.do(t, "choosing the pace", chromedp.SetValue(sel("flow-player-pace"), fmt.Sprint(pace)),
 		chromedp.Evaluate[chromedp.Void](q("flow-player-pace")+`.dispatchEvent(new Event("change"))`))

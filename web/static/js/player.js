@@ -99,7 +99,6 @@ function createPlayer(o) {
 
   function update() {
     setText(play, playing ? "⏸ " + t("replay.pause") : "▶ " + t("replay.play"));
-    setAttr(play, "aria-pressed", playing ? "true" : "false");
     setAttr(bar, "data-state", playing ? "playing" : "paused");
     setAttr(bar, "data-index", i);
     first.disabled = prev.disabled = i <= 0;
@@ -310,7 +309,6 @@ export function initFlowReplays(page) {
       const picked = k.pick(page.live, page.ui);
       const can = !!(picked && picked.flow && picked.flow.step >= 1);
       buttons[kind].disabled = !can;
-      setAttr(buttons[kind], "aria-pressed", active && active.kind === kind ? "true" : "false");
     }
   }
 
