@@ -92,7 +92,7 @@ func newTestLab(t *testing.T, token string) *testLab {
 	if err := obs.WaitForSync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	h, err := hub.New(hub.Config{})
+	h, err := hub.New(hub.Config{RecordEvery: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,6 +182,9 @@ func TestAPI(t *testing.T) {
 		{"node flow unknown", req{method: "GET", path: "/api/flows/nodes/nope"}, 404, "no node nope"},
 		{"requests without data plane", req{method: "POST", path: "/api/requests", body: `{"service":"default/web"}`}, 503, "without a data plane"},
 		{"traces", req{method: "GET", path: "/api/traces"}, 200, "[]"},
+		{"recording", req{method: "GET", path: "/api/recording"}, 200, `"type":"recording"`},
+		{"recording since a seq", req{method: "GET", path: "/api/recording?since=0"}, 200, `"type":"snapshot"`},
+		{"recording bad since", req{method: "GET", path: "/api/recording?since=soon"}, 400, "since must be a non-negative integer (a seq) or an RFC 3339 time"},
 		{"wrong content type", req{method: "PUT", path: "/api/controllers/node", body: `x`, header: map[string]string{"Content-Type": "text/plain"}}, 415, "application/json"},
 		{"cross-origin mutation", req{method: "PUT", path: "/api/controllers/node", body: `{"enabled":false}`, header: map[string]string{"Origin": "http://evil.example"}}, 403, "cross-origin request refused"},
 		{"cross-site fetch", req{method: "POST", path: "/api/cloud/instances", header: map[string]string{"Sec-Fetch-Site": "cross-site"}}, 403, "cross-origin"},
