@@ -21,5 +21,10 @@
 // [Hub.Close] sends every browser a final "bye" message and closes with
 // 1001 (going away).
 //
+// With Config.RecordEvery set, the hub also keeps a recording: a base
+// snapshot every RecordEvery messages, kept while the ring holds every
+// message after it. [Hub.ServeRecording] (GET /api/recording) answers it as
+// NDJSON, from which a player reconstructs every moment it covers.
+//
 // docs/protocol.md is the wire contract for browser code.
 package hub
