@@ -92,6 +92,7 @@ func (f *fakeLab) snapshotData() stream.Snapshot {
 			Faults: stream.Faults{Deny: []string{}}, StepMode: w.stepMode, Waiting: nonNil(w.waiting),
 			Calls: nonNil(w.calls), Listeners: stream.Listeners{}, Region: "ap-northeast-1",
 		},
+		Traces: []stream.Trace{},
 		Snapshot: flow.Snapshot{
 			Nodes: nonNil(w.nodes), Pods: nonNil(w.pods), Services: nonNil(w.services), Events: []flow.EventView{},
 			ServiceFlows: nonNil(w.sflows), NodeFlows: nonNil(w.nflows),

@@ -11,6 +11,7 @@ import { renderFlow, flowKeys, selectedService } from "./flow.js";
 import { renderNodeInit } from "./nodeinit.js";
 import { initExercises } from "./exercise.js";
 import { initConsole } from "./console.js";
+import { renderMap } from "./map.js";
 
 loadStrings();
 
@@ -45,6 +46,11 @@ const stats = {
   burstStart: 0,
 };
 
+// The map's inputs, by the regions the store marks dirty.
+const MAP_REGIONS = new Set(["cluster", "cloud", "calls", "control", "flow"]);
+stats.mapRenders = 0;
+stats.lastMapMs = 0;
+
 let frame = 0;
 let fallback = 0;
 
@@ -69,6 +75,18 @@ function renderNow() {
     } catch (err) {
       console.error("rendering", region, err);
     }
+  }
+  // The map draws from most of the store: it redraws when any region it
+  // shows did.
+  if (dirty.some((r) => MAP_REGIONS.has(r))) {
+    const m0 = performance.now();
+    try {
+      renderMap(st, ui);
+    } catch (err) {
+      console.error("rendering", "map", err);
+    }
+    stats.mapRenders++;
+    stats.lastMapMs = performance.now() - m0;
   }
   const t1 = performance.now();
   stats.renders++;

@@ -27,6 +27,25 @@ export function traceError(trace) {
   return trace.error || "";
 }
 
+// The data plane says what happened at a hop in English (Hop.detail, for
+// API readers). A page in another language says it from the hop's
+// structured fields in its own words instead.
+const HOP_DESC = {
+  client: "hopdesc.client",
+  lb: "hopdesc.lb",
+  node: "hopdesc.node",
+  nodeport: "hopdesc.nodeport",
+  dnat: "hopdesc.dnat",
+  forward: "hopdesc.forward",
+  pod: "hopdesc.pod",
+};
+
+export function hopText(hop) {
+  const lang = document.documentElement.lang || "en";
+  if (lang === "en" || !HOP_DESC[hop.kind]) return hop.detail || "";
+  return t(HOP_DESC[hop.kind], { node: shortName(hop.node) || "-", address: hop.address || "-" });
+}
+
 // h builds an element. attrs: class, text, data-*/aria-*/role and other
 // attributes, on<event> handlers; children may be strings, nodes or arrays.
 export function h(tag, attrs, ...kids) {
