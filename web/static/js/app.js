@@ -11,7 +11,7 @@ import { renderFlow, flowKeys, selectedService } from "./flow.js";
 import { renderNodeInit } from "./nodeinit.js";
 import { initExercises } from "./exercise.js";
 import { initConsole } from "./console.js";
-import { renderMap } from "./map.js";
+import { renderMap, resetMap } from "./map.js";
 
 loadStrings();
 
@@ -408,6 +408,7 @@ window.ccmlab = {
   stats,
   exercises: exercises.state,
   renderNow,
+  resetMap,
   // mark starts a measurement: the next message starts the clock.
   mark() {
     stats.markMessages = st.messages;
