@@ -40,6 +40,9 @@ const FLASH_MS = 1400;
 const PAD = 16;
 const ACTOR_Y = 34;
 const ACTOR_H = 40;
+// Wide enough for the longest controller's name ("NodeLifecycle
+// controller", "LB controller (アドオン)") in full.
+const ACTOR_W = 220;
 const LB_H = 48;
 const ROUTE_ROW = 18;
 
@@ -183,8 +186,8 @@ function layout(md, presenter) {
   const actorsCount = Math.max(1, md.actors.length);
   const lbW = 190;
   const zonesW = Math.max(1, md.zones.length) * (zoneW + 10);
-  const routeW = md.routes.length ? 210 : 0;
-  const width = Math.max(PAD * 2 + zonesW + routeW, PAD * 2 + actorsCount * 170, 720);
+  const routeW = md.routes.length ? 280 : 0;
+  const width = Math.max(PAD * 2 + zonesW + routeW, PAD * 2 + actorsCount * (ACTOR_W + 10), 720);
   const lbPerRow = Math.max(1, Math.floor((width - PAD * 2) / (lbW + 12)));
   const lbRows = Math.ceil(md.lbs.length / lbPerRow);
   const lbTop = ACTOR_Y + ACTOR_H + 28;
@@ -240,8 +243,7 @@ export function renderMap(st, ui) {
 }
 
 function drawActors(st, md, L, seen) {
-  const n = md.actors.length;
-  const w = Math.min(180, (L.width - PAD * 2) / Math.max(1, n) - 10);
+  const w = ACTOR_W;
   md.actors.forEach((name, i) => {
     const x = PAD + i * (w + 10);
     const g = keyed(
@@ -264,7 +266,7 @@ function drawActors(st, md, L, seen) {
     setAttr(rect, "width", w);
     setAttr(label, "x", x + 12);
     setAttr(label, "y", ACTOR_Y + 17);
-    setText(label, truncate(t("ctrl." + name), Math.floor(w / 8.2)));
+    setText(label, t("ctrl." + name));
     setAttr(sub, "x", x + 12);
     setAttr(sub, "y", ACTOR_Y + 33);
     setText(sub, state === "on" ? "● " + t("ctrl.on") : state === "off" ? "○ " + t("ctrl.off") : "–");
