@@ -104,6 +104,7 @@ var pageTexts = i18n.Catalog{
 	"region.cluster":  {JA: "クラスタ", EN: "Cluster"},
 	"region.cloud":    {JA: "クラウド", EN: "Cloud"},
 
+	"flow.strip": {JA: "6 ステップの進み具合 (各ステップの状態を記号と言葉で示します)", EN: "Progress of the six steps (each step's state as a glyph and a word)"},
 	// The live map (static/js/map.js).
 	"region.map":              {JA: "クラウドとクラスタの地図", EN: "Map of the cloud and the cluster"},
 	"map.title":               {JA: "リージョン、ゾーンごとのインスタンスと Pod、LB とそのターゲット、ルートテーブル、CCM の controller の地図", EN: "Map: the region, instances and Pods per zone, load balancers and their targets, the route table, and the CCM controllers"},

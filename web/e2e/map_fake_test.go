@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/server/stream"
@@ -86,6 +87,20 @@ func TestMapAtClassSize(t *testing.T) {
 	if marks != "✗✓✓" {
 		t.Errorf("the unhealthy target's box shows %q, want ✗✓✓ (one glyph per load balancer)", marks)
 	}
+
+	// The keyboard reaches the map's text alternative (and opens it), with
+	// the presenter switch on the way.
+	reached := map[string]bool{}
+	for i := 0; i < 80 && !reached["map-text"]; i++ {
+		b.do(t, "pressing Tab", chromedp.KeyEvent(kb.Tab))
+		id := eval[string](t, b, `(() => { const e = document.activeElement; return e.dataset.testid || (e.closest(".map-text-box") ? "map-text" : e.tagName); })()`)
+		reached[id] = true
+	}
+	if !reached["presenter-toggle"] || !reached["map-text"] {
+		t.Fatalf("Tab did not reach the presenter switch and the map's text: reached %v", reached)
+	}
+	b.do(t, "pressing Enter", chromedp.KeyEvent(kb.Enter))
+	b.waitFor(t, "the map as text open", `document.querySelector(".map-text-box").open && `+q("map-text")+`.offsetParent !== null`, 5*time.Second)
 
 	saveScreenshotOf(t, b, "cloud-map", "map-50-nodes.png")
 	b.check(t)
