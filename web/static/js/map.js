@@ -557,6 +557,12 @@ function flash(call) {
     m.flashLayer.appendChild(line);
     setTimeout(() => line.remove(), reducedMotion() ? FLASH_MS / 2 : FLASH_MS);
   }
+  // The lines the call is about flash too: a load balancer's lines to its
+  // targets, a route's line to its instance.
+  for (const r of call.resources || []) {
+    const sel = `.map-lb-line[data-lb="${CSS.escape(r)}"], .map-route-line[data-cidr="${CSS.escape(r)}"]`;
+    for (const ln of m.svg.querySelectorAll(sel)) els.push(ln);
+  }
   for (const el of els) {
     el.classList.remove("flashing");
     // Restart the CSS animation on an element that flashed just before.
