@@ -27,23 +27,14 @@ export function traceError(trace) {
   return trace.error || "";
 }
 
-// The data plane says what happened at a hop in English (Hop.detail, for
-// API readers). A page in another language says it from the hop's
-// structured fields in its own words instead.
-const HOP_DESC = {
-  client: "hopdesc.client",
-  lb: "hopdesc.lb",
-  node: "hopdesc.node",
-  nodeport: "hopdesc.nodeport",
-  dnat: "hopdesc.dnat",
-  forward: "hopdesc.forward",
-  pod: "hopdesc.pod",
-};
-
+// hopText says what happened at a hop of a trace in the page's language:
+// the data plane sends a lab/dataplane/tracetext key with its arguments
+// (and one for how the packet went on), and the English text only for API
+// readers (and for a lab older than this page).
 export function hopText(hop) {
-  const lang = document.documentElement.lang || "en";
-  if (lang === "en" || !HOP_DESC[hop.kind]) return hop.detail || "";
-  return t(HOP_DESC[hop.kind], { node: shortName(hop.node) || "-", address: hop.address || "-" });
+  if (!hop.detailKey) return hop.detail || "";
+  const what = t(hop.detailKey, hop.detailArgs || {});
+  return hop.viaKey ? t("hop.via", { what, via: t(hop.viaKey, hop.viaArgs || {}) }) : what;
 }
 
 // h builds an element. attrs: class, text, data-*/aria-*/role and other
