@@ -81,7 +81,7 @@ function renderNow() {
   if (dirty.some((r) => MAP_REGIONS.has(r))) {
     const m0 = performance.now();
     try {
-      renderMap(st, ui);
+      renderMap(st, ui, dirty.every((r) => r === "calls" || !MAP_REGIONS.has(r)));
     } catch (err) {
       console.error("rendering", "map", err);
     }

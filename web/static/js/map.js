@@ -198,8 +198,13 @@ function layout(md, presenter) {
   return { box, cols, zoneW, zoneTop, zoneH, width, height, lbW, lbPerRow, lbTop, routeX: PAD + zonesW + 20, routeW };
 }
 
-// renderMap draws the map from the store.
-export function renderMap(st, ui) {
+// renderMap draws the map from the store. callsOnly: nothing but cloud
+// calls changed, so the drawing stands and only the new calls flash.
+export function renderMap(st, ui, callsOnly) {
+  if (m && callsOnly) {
+    flashCalls(st);
+    return;
+  }
   if (!m) init();
   const md = model(st);
   md.actors = controllerNames(st);
@@ -564,9 +569,8 @@ function flash(call) {
     for (const ln of m.svg.querySelectorAll(sel)) els.push(ln);
   }
   for (const el of els) {
-    el.classList.remove("flashing");
-    // Restart the CSS animation on an element that flashed just before.
-    el.getBoundingClientRect();
+    // An element still flashing keeps its animation a while longer (a
+    // restart would force a layout of the whole page).
     el.classList.add("flashing");
     clearTimeout(el._flash);
     el._flash = setTimeout(() => el.classList.remove("flashing"), FLASH_MS);
@@ -586,8 +590,13 @@ function renderText(st, md) {
     }
   }
   for (const { lb, targets } of md.lbs) {
-    lines.push(t("map.text.lb", { name: lb.name }) + ":");
-    for (const { tg, to } of targets) lines.push(`  → ${to ? to.id : tg.id}:${tg.port} ${t(HEALTH_KEY[tg.health] || "health.initial")}`);
+    const healthy = targets.filter((x) => x.tg.health === "healthy").length;
+    lines.push(`${t("map.text.lb", { name: lb.name })}: ${t("map.lb.targets", { n: targets.length, h: healthy })}`);
+    // Many targets: only those not healthy, which are the news.
+    for (const { tg, to } of targets) {
+      if (targets.length > 12 && tg.health === "healthy") continue;
+      lines.push(`  → ${to ? to.id : tg.id}:${tg.port} ${t(HEALTH_KEY[tg.health] || "health.initial")}`);
+    }
   }
   if (md.routes.length) {
     lines.push(t("map.routes") + ":");
