@@ -108,7 +108,7 @@ var pageTexts = i18n.Catalog{
 	// The live map (static/js/map.js).
 	"region.map":              {JA: "クラウドとクラスタの地図", EN: "Map of the cloud and the cluster"},
 	"map.title":               {JA: "リージョン、ゾーンごとのインスタンスと Pod、LB とそのターゲット、ルートテーブル、CCM の controller の地図", EN: "Map: the region, instances and Pods per zone, load balancers and their targets, the route table, and the CCM controllers"},
-	"map.legend":              {JA: "ノード: ✓ Ready ⚑ uninitialized taint あり ✗ NotReady ■ 停止 ✕ 終了 ◔ 起動中。LB の線: ✓ 正常 ✗ 異常 … 確認中。controller のクラウド呼び出しは、触れたものへ光る線で表示します。", EN: "Nodes: ✓ Ready ⚑ uninitialized taint ✗ NotReady ■ stopped ✕ gone ◔ booting. LB lines: ✓ healthy ✗ unhealthy … checking. A controller's cloud calls flash towards what they touch."},
+	"map.legend":              {JA: "ノード: ✓ Ready ⚑ uninitialized taint あり ✗ NotReady ■ 停止 ✕ 終了 ◔ 起動中。LB の線: ✓ 正常 ✗ 異常 … 確認中。controller のクラウド呼び出しは、触れたものへ光る線で表示します。", EN: "Nodes: ✓ Ready ⚑ uninitialized taint ✗ NotReady ■ shut down ✕ gone ◔ booting. LB lines: ✓ healthy ✗ unhealthy … checking. A controller's cloud calls flash towards what they touch."},
 	"map.text":                {JA: "地図の内容を文字で読む", EN: "The map as text"},
 	"map.region":              {JA: "リージョン {region}", EN: "Region {region}"},
 	"map.zone":                {JA: "ゾーン {zone}", EN: "Zone {zone}"},

@@ -42,7 +42,7 @@ const mapLog = `(() => {
 // target's health, and a node joining (the box entering, then
 // "uninitialized" while the Node controller is off, then "ready" once it
 // runs and removes the taint), with the Node controller's cloud calls
-// flashing. Screenshots of the map, normal and in presenter mode, go to
+// flashing; stopped, the node is shut down, terminated, gone. Screenshots of the map, normal and in presenter mode, go to
 // artifacts/.
 func TestLiveMap(t *testing.T) {
 	needChromium(t)
@@ -139,11 +139,21 @@ func TestLiveMap(t *testing.T) {
 		t.Error("no cloud call of the Node controller flashed on the map")
 	}
 
+	// A stopped VM is shut down on the map; the screenshots show it.
+	b.click(t, "inst-stop-"+id)
+	b.waitFor(t, "the stopped instance shut down on the map", box+`.dataset.state === "shutdown"`, 30*time.Second)
+
 	saveScreenshotOf(t, b, "map-region", "map-normal.png")
 	b.click(t, "presenter-toggle")
 	b.waitFor(t, "presenter mode: map and strip only", `document.documentElement.classList.contains("presenter") && `+q("nodes")+`.offsetParent === null && `+q("svc-strip")+`.offsetParent !== null`, 10*time.Second)
 	b.do(t, "scrolling to the top", chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`))
 	saveScreenshot(t, b, "map-presenter.png")
+
+	// Terminated, it is gone (the cloud lists it for an hour, as AWS does).
+	b.click(t, "presenter-toggle")
+	b.waitFor(t, "presenter mode off", `!document.documentElement.classList.contains("presenter")`, 10*time.Second)
+	b.click(t, "inst-terminate-"+id)
+	b.waitFor(t, "the terminated instance gone on the map", box+`.dataset.state === "gone"`, 30*time.Second)
 	b.check(t)
 }
 
