@@ -70,7 +70,7 @@ var pageTexts = i18n.Catalog{
 	"lang.ja":        {JA: "日本語", EN: "日本語"},
 	"lang.en":        {JA: "English", EN: "English"},
 	"presenter.on":   {JA: "プレゼンターモード", EN: "Presenter mode"},
-	"presenter.hint": {JA: "大きな文字で図を全幅に表示し、キーボードショートカットを有効にします", EN: "Large type, the diagram full width, and keyboard shortcuts"},
+	"presenter.hint": {JA: "プロジェクター向け: 6 ステップと地図だけを大きな文字で表示し、キーボードショートカットを有効にします", EN: "For a projector: the six steps and the map only, in large type, with keyboard shortcuts"},
 	"help.open":      {JA: "ショートカット", EN: "Shortcuts"},
 	"help.title":     {JA: "キーボードショートカット (プレゼンターモード中)", EN: "Keyboard shortcuts (in presenter mode)"},
 	"help.intro":     {JA: "入力欄にフォーカスがないときに使えます。プレゼンターモードを終えると無効になります。", EN: "They work when no input field has focus, and only in presenter mode."},
