@@ -92,7 +92,7 @@ test: verify browser ## Run every test (integration and browser tests included)
 bench: build ## Run the benchmarks and print their figures (about 10 minutes)
 	@# Latency percentiles need many samples; whole-lab starts and
 	@# convergence runs are expensive, so they run a few times inside.
-	$(GO) test -run '^$$' -bench 'ServiceExternalIP|NodeInit|Fanout200|Burst100' -benchtime 20x -timeout 30m ./controllers ./server/hub ./web/e2e
+	$(GO) test -run '^$$' -bench 'ServiceExternalIP|NodeInit|Fanout200|Burst100|MapRender' -benchtime 20x -timeout 30m ./controllers ./server/hub ./web/e2e
 	$(GO) test -run '^$$' -bench 'APICalls' -benchtime 1s ./lab/cloud
 	$(GO) test -run '^$$' -bench 'Heartbeat' -benchtime 5x -timeout 30m ./lab/kubelet
 	$(GO) test -run '^$$' -bench 'ColdStart|Converge|ReplayStart' -benchtime 1x -timeout 30m ./cmd/ccmlab ./controllers

@@ -29,6 +29,16 @@ func (r requester) Listeners() stream.Listeners { return listeners(r.dp) }
 
 func (r requester) Traces() any { return nonNil(r.dp.Traces()) }
 
+func (r requester) RecentTraces(n int) []stream.Trace {
+	all := r.dp.Traces()
+	all = all[max(0, len(all)-n):]
+	out := make([]stream.Trace, len(all))
+	for i, t := range all {
+		out[i] = stream.Trace(t)
+	}
+	return out
+}
+
 func (r requester) Send(ctx context.Context, spec server.RequestSpec) (any, error) {
 	req := dataplane.Request{Kind: spec.Kind, LB: spec.LB, Node: spec.Node, Port: spec.Port}
 	if spec.Service != "" {

@@ -162,10 +162,12 @@ func (s *Server) State(l *Lab) stream.Snapshot {
 			Waiting: nonNil(l.Cloud.Waiting()), Calls: nonNil(calls), Listeners: stream.Listeners{},
 			Region: l.Cloud.Config().Region,
 		},
+		Traces:   []stream.Trace{},
 		Snapshot: l.Flow.Snapshot(),
 	}
 	if l.Requests != nil {
 		st.Cloud.Listeners = nonNil(l.Requests.Listeners())
+		st.Traces = nonNil(l.Requests.RecentTraces(stream.RecentTraces))
 	}
 	if l.Hub != nil {
 		st.Seq = l.Hub.LastSeq()

@@ -26,6 +26,8 @@ type Requester interface {
 	// request could not be sent at all (bad input), not that it failed.
 	Send(ctx context.Context, r RequestSpec) (any, error)
 	Traces() any
+	// RecentTraces returns the last n traces, oldest first.
+	RecentTraces(n int) []stream.Trace
 }
 
 func (s *Server) getServiceFlow(c echo.Context) error {

@@ -20,8 +20,10 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
+	"github.com/ccmlab/ccmlab/internal/i18n"
 	"github.com/ccmlab/ccmlab/internal/kube"
 	"github.com/ccmlab/ccmlab/lab/cloud"
+	"github.com/ccmlab/ccmlab/lab/dataplane/tracetext"
 	"github.com/ccmlab/ccmlab/lab/profile"
 )
 
@@ -350,7 +352,7 @@ func (d *Dataplane) route(r Request, method, path string) (Trace, answer, error)
 		}
 	}
 	client := func(to string) {
-		tr.hop(Hop{Kind: HopClient, Address: tr.ClientIP, Detail: fmt.Sprintf("%s %s to %s", method, path, to)})
+		tr.hop(Hop{Kind: HopClient, Address: tr.ClientIP}.say(why(tracetext.HopClient, "method", method, "path", path, "to", to), i18n.Msg{}))
 	}
 	var got reached
 	switch r.Kind {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ccmlab/ccmlab/internal/kube"
 	"github.com/ccmlab/ccmlab/lab/cloud"
+	"github.com/ccmlab/ccmlab/lab/dataplane/tracetext"
 )
 
 // The load balancer's health checks are computed from the same objects
@@ -65,8 +66,8 @@ func (e *env) targetHealth(lb *cloud.LoadBalancer, svc *v1.Service, t cloud.Targ
 		if pod != nil {
 			podNode = e.cluster.node(pod.Spec.NodeName)
 		}
-		if how, _, reachable := e.reach(nil, t.ID, podNode); !reachable {
-			return cloud.TargetUnhealthy, how, true
+		if _, fail, reachable := e.reach(nil, t.ID, podNode); !reachable {
+			return cloud.TargetUnhealthy, tracetext.English(fail), true
 		}
 		if e.readyEndpointIP(svc, t.ID) {
 			return cloud.TargetHealthy, "", true

@@ -435,7 +435,7 @@ func clusterIPs(svc *v1.Service) []string {
 // at once); otherwise none. Targets registered on the listener's target
 // port serve it; if none are (ip mode may register each Pod on its own
 // port), all targets do.
-func pickTarget(lb *cloud.LoadBalancer, l cloud.Listener, pick func(string, int) int) (t cloud.Target, detail string, fail i18n.Msg, ok bool) {
+func pickTarget(lb *cloud.LoadBalancer, l cloud.Listener, pick func(string, int) int) (t cloud.Target, picked, fail i18n.Msg, ok bool) {
 	var pool []cloud.Target
 	for _, t := range lb.Targets {
 		if t.Port == l.TargetPort {
@@ -447,7 +447,7 @@ func pickTarget(lb *cloud.LoadBalancer, l cloud.Listener, pick func(string, int)
 	}
 	if len(pool) == 0 {
 		fail = why(tracetext.NoTargets, "lb", lb.Name)
-		return cloud.Target{}, "no targets are registered with this load balancer", fail, false
+		return cloud.Target{}, fail, fail, false
 	}
 	state := cloud.TargetHealthy
 	cands := filterTargets(pool, cloud.TargetHealthy)
@@ -465,11 +465,12 @@ func pickTarget(lb *cloud.LoadBalancer, l cloud.Listener, pick func(string, int)
 		}
 		targets := strings.Join(parts, ", ")
 		fail = why(tracetext.NoHealthyTargets, "lb", lb.Name, "targets", targets)
-		return cloud.Target{}, "no healthy targets: " + targets, fail, false
+		return cloud.Target{}, fail, fail, false
 	}
 	t = cands[pick(fmt.Sprintf("lb/%s/%s/%d", lb.Name, l.Protocol, l.Port), len(cands))]
-	return t, fmt.Sprintf("listener %d/%s sends to target %s:%d (%s), round-robin over %d %s target(s)",
-		l.Port, cmp.Or(l.Protocol, "TCP"), t.ID, t.Port, t.Health, len(cands), state), i18n.Msg{}, true
+	picked = why(tracetext.HopPicked, "port", itoa(l.Port), "proto", cmp.Or(l.Protocol, "TCP"), "target", t.ID, "tport", itoa(t.Port),
+		"health", string(t.Health), "n", strconv.Itoa(len(cands)), "state", string(state))
+	return t, picked, i18n.Msg{}, true
 }
 
 func filterTargets(ts []cloud.Target, h cloud.TargetHealth) []cloud.Target {
@@ -498,19 +499,19 @@ func (e *env) routeLoadBalancer(tr *Trace, lb *cloud.LoadBalancer, l cloud.Liste
 		tr.Service = svcKey(svc)
 	}
 	front := hostPort(cmp.Or(lb.DNSName, lb.IP, lb.Name), l.Port)
-	t, detail, fail, ok := pickTarget(lb, l, e.pick)
+	t, picked, fail, ok := pickTarget(lb, l, e.pick)
 	if !ok {
-		tr.hop(Hop{Kind: HopLB, Address: front, Detail: detail})
+		tr.hop(Hop{Kind: HopLB, Address: front}.say(fail, i18n.Msg{}))
 		tr.fail(statusRejected, fail)
 		return reached{}
 	}
 	if lb.TargetType == cloud.TargetTypeIP {
-		return e.routeIPTarget(tr, front, detail, t)
+		return e.routeIPTarget(tr, front, picked, t)
 	}
 
 	inst := e.cloud.instByID[t.ID]
 	node := e.nodeForInstance(inst)
-	tr.hop(Hop{Kind: HopLB, Node: nodeName(node), Address: front, Detail: detail})
+	tr.hop(Hop{Kind: HopLB, Node: nodeName(node), Address: front}.say(picked, i18n.Msg{}))
 	switch {
 	case inst == nil:
 		tr.fail(statusRefused, why(tracetext.UnknownTarget, "target", t.ID))
@@ -528,14 +529,17 @@ func (e *env) routeLoadBalancer(tr *Trace, lb *cloud.LoadBalancer, l cloud.Liste
 // routeIPTarget is ip mode: the load balancer sends straight to a Pod IP,
 // with no NodePort and no kube-proxy in between. That only works when the
 // VPC can reach Pod IPs.
-func (e *env) routeIPTarget(tr *Trace, front, detail string, t cloud.Target) reached {
+func (e *env) routeIPTarget(tr *Trace, front string, picked i18n.Msg, t cloud.Target) reached {
 	pod := e.cluster.podByIP(t.ID)
 	podNode := ""
 	if pod != nil {
 		podNode = pod.Spec.NodeName
 	}
-	how, fail, ok := e.reach(nil, t.ID, e.cluster.node(podNode))
-	tr.hop(Hop{Kind: HopLB, Node: podNode, Address: front, Detail: detail + "; " + how})
+	via, fail, ok := e.reach(nil, t.ID, e.cluster.node(podNode))
+	if !ok {
+		via = fail
+	}
+	tr.hop(Hop{Kind: HopLB, Node: podNode, Address: front}.say(picked, via))
 	// No Policy: externalTrafficPolicy is kube-proxy's, and ip mode
 	// bypasses kube-proxy.
 	if !ok {
@@ -550,8 +554,8 @@ func (e *env) routeIPTarget(tr *Trace, front, detail string, t cloud.Target) rea
 func (e *env) routeNodePort(tr *Trace, node *v1.Node, port int32, clientIP string) reached {
 	tr.EntryNode = node.Name
 	nip := cmp.Or(e.nodeIP(node), node.Name)
-	tr.hop(Hop{Kind: HopNode, Node: node.Name, Address: hostPort(nip, port),
-		Detail: fmt.Sprintf("arrives at node %s on port %d", node.Name, port)})
+	tr.hop(Hop{Kind: HopNode, Node: node.Name, Address: hostPort(nip, port)}.say(
+		why(tracetext.HopArrives, "node", node.Name, "port", itoa(port)), i18n.Msg{}))
 	svc, sp := e.cluster.serviceByNodePort(port, v1.ProtocolTCP)
 	if svc == nil {
 		tr.fail(statusRefused, why(tracetext.NoNodePort, "port", strconv.Itoa(int(port))))
@@ -562,13 +566,12 @@ func (e *env) routeNodePort(tr *Trace, node *v1.Node, port int32, clientIP strin
 	tr.Policy = policy
 	local := policy == PolicyLocal
 	cands := usableEndpoints(e.endpoints(svc, sp), local, node.Name)
-	where := "in the cluster"
+	args := []string{"port", itoa(port), "service", tr.Service, "sport", itoa(sp.Port), "policy", policy, "n", strconv.Itoa(len(cands))}
+	rule := why(tracetext.HopNodePortCluster, args...)
 	if local {
-		where = "on this node"
+		rule = why(tracetext.HopNodePortLocal, args...)
 	}
-	tr.hop(Hop{Kind: HopNodePort, Node: node.Name, Address: hostPort(nip, port),
-		Detail: fmt.Sprintf("kube-proxy: NodePort %d is Service %s port %d (externalTrafficPolicy: %s); %d usable endpoint(s) %s",
-			port, tr.Service, sp.Port, policy, len(cands), where)})
+	tr.hop(Hop{Kind: HopNodePort, Node: node.Name, Address: hostPort(nip, port)}.say(rule, i18n.Msg{}))
 	if len(cands) == 0 {
 		if local {
 			tr.fail(statusDropped, why(tracetext.ExternalLocalDrop, "node", node.Name, "service", tr.Service))
@@ -579,17 +582,15 @@ func (e *env) routeNodePort(tr *Trace, node *v1.Node, port int32, clientIP strin
 	}
 	ep := cands[e.pick(rrKey(svc, sp, local, node.Name), len(cands))]
 	src := clientIP
-	detail := fmt.Sprintf("DNAT %s -> %s", hostPort(nip, port), ep.addr())
-	if local {
-		detail += fmt.Sprintf("; source %s kept (externalTrafficPolicy: Local)", clientIP)
-	} else {
+	nat := why(tracetext.HopDNATKept, "from", hostPort(nip, port), "to", ep.addr(), "client", clientIP)
+	if !local {
 		// kube-proxy masquerades every external packet of a Cluster-policy
 		// NodePort, also when the Pod is local: the reply must come back
 		// through this node to be un-DNATed.
 		src = nip
-		detail += fmt.Sprintf("; SNAT source %s -> %s (masquerade, so the reply returns through this node)", clientIP, nip)
+		nat = why(tracetext.HopDNATSNAT, "from", hostPort(nip, port), "to", ep.addr(), "client", clientIP, "nip", nip)
 	}
-	tr.hop(Hop{Kind: HopDNAT, Node: node.Name, Address: ep.addr(), Detail: detail})
+	tr.hop(Hop{Kind: HopDNAT, Node: node.Name, Address: ep.addr()}.say(nat, i18n.Msg{}))
 	return e.deliver(tr, node, ep, src)
 }
 
@@ -604,13 +605,13 @@ func (e *env) routeClusterIP(tr *Trace, from *v1.Node, svc *v1.Service, sp *v1.S
 	fromName := nodeName(from)
 	if from != nil {
 		tr.EntryNode = from.Name
-		tr.hop(Hop{Kind: HopNode, Node: from.Name, Address: e.nodeIP(from),
-			Detail: fmt.Sprintf("leaves node %s for ClusterIP %s", from.Name, hostPort(ip, sp.Port))})
+		tr.hop(Hop{Kind: HopNode, Node: from.Name, Address: e.nodeIP(from)}.say(
+			why(tracetext.HopLeaves, "node", from.Name, "addr", hostPort(ip, sp.Port)), i18n.Msg{}))
 	}
 	cands := usableEndpoints(e.endpoints(svc, sp), local, fromName)
 	if len(cands) == 0 {
-		tr.hop(Hop{Kind: HopDNAT, Node: fromName, Address: hostPort(ip, sp.Port),
-			Detail: fmt.Sprintf("kube-proxy: ClusterIP %s is Service %s (internalTrafficPolicy: %s); no usable endpoint", hostPort(ip, sp.Port), tr.Service, policy)})
+		tr.hop(Hop{Kind: HopDNAT, Node: fromName, Address: hostPort(ip, sp.Port)}.say(
+			why(tracetext.HopClusterIPNone, "addr", hostPort(ip, sp.Port), "service", tr.Service, "policy", policy), i18n.Msg{}))
 		if local {
 			tr.fail(statusDropped, why(tracetext.InternalLocalDrop, "node", fromName, "service", tr.Service))
 		} else {
@@ -619,9 +620,8 @@ func (e *env) routeClusterIP(tr *Trace, from *v1.Node, svc *v1.Service, sp *v1.S
 		return reached{}
 	}
 	ep := cands[e.pick(rrKey(svc, sp, local, fromName), len(cands))]
-	tr.hop(Hop{Kind: HopDNAT, Node: fromName, Address: ep.addr(),
-		Detail: fmt.Sprintf("kube-proxy: ClusterIP %s is Service %s (internalTrafficPolicy: %s); DNAT to %s, source %s kept",
-			hostPort(ip, sp.Port), tr.Service, policy, ep.addr(), tr.ClientIP)})
+	tr.hop(Hop{Kind: HopDNAT, Node: fromName, Address: ep.addr()}.say(
+		why(tracetext.HopClusterIPDNAT, "addr", hostPort(ip, sp.Port), "service", tr.Service, "policy", policy, "to", ep.addr(), "client", tr.ClientIP), i18n.Msg{}))
 	return e.deliver(tr, from, ep, tr.ClientIP)
 }
 
@@ -647,10 +647,13 @@ func (e *env) deliver(tr *Trace, from *v1.Node, ep endpoint, src string) reached
 	}
 	if from != nil && podNode != "" && podNode != from.Name {
 		to := e.cluster.node(podNode)
-		how, fail, ok := e.reach(from, ep.IP, to)
+		via, fail, ok := e.reach(from, ep.IP, to)
+		if !ok {
+			via = fail
+		}
 		tr.ExtraHop = true
-		tr.hop(Hop{Kind: HopForward, Node: podNode, Address: e.nodeIP(to),
-			Detail: fmt.Sprintf("extra hop: %s -> %s, where the Pod runs; %s", from.Name, podNode, how)})
+		tr.hop(Hop{Kind: HopForward, Node: podNode, Address: e.nodeIP(to)}.say(
+			why(tracetext.HopForward, "from", from.Name, "to", podNode), via))
 		if !ok {
 			tr.fail(statusDropped, fail)
 			return reached{}
@@ -664,8 +667,8 @@ func (e *env) deliver(tr *Trace, from *v1.Node, ep endpoint, src string) reached
 	tr.PodNode = podNode
 	tr.PodIP = ep.IP
 	tr.SourceIPSeenByPod = src
-	tr.hop(Hop{Kind: HopPod, Node: podNode, Address: ep.addr(),
-		Detail: fmt.Sprintf("Pod %s receives it from source %s", tr.Pod, src)})
+	tr.hop(Hop{Kind: HopPod, Node: podNode, Address: ep.addr()}.say(
+		why(tracetext.HopPod, "pod", tr.Pod, "src", src), i18n.Msg{}))
 	return reached{pod: pod, port: ep.Port}
 }
 
@@ -683,17 +686,16 @@ func (e *env) podFor(ep endpoint) *v1.Pod {
 
 // reach says how a packet for Pod IP ip (on node to) gets there from node
 // from, or from the load balancer when from is nil, and whether it can.
-func (e *env) reach(from *v1.Node, ip string, to *v1.Node) (how string, fail i18n.Msg, ok bool) {
-	no := func(key string, nameValues ...string) (string, i18n.Msg, bool) {
-		m := why(key, nameValues...)
-		return tracetext.English(m), m, false
+func (e *env) reach(from *v1.Node, ip string, to *v1.Node) (via, fail i18n.Msg, ok bool) {
+	no := func(key string, nameValues ...string) (i18n.Msg, i18n.Msg, bool) {
+		return i18n.Msg{}, why(key, nameValues...), false
 	}
 	addr, err := netip.ParseAddr(ip)
 	if err != nil {
 		return no(tracetext.NotAnIP, "ip", ip)
 	}
 	if e.cloud.vpc.IsValid() && e.cloud.vpc.Contains(addr) {
-		return fmt.Sprintf("%s is a VPC address, so the VPC delivers it directly", ip), i18n.Msg{}, true
+		return why(tracetext.ViaVPC, "ip", ip), i18n.Msg{}, true
 	}
 	if r := e.cloud.routeFor(addr); r != nil {
 		if r.State == cloud.RouteBlackhole {
@@ -702,16 +704,18 @@ func (e *env) reach(from *v1.Node, ip string, to *v1.Node) (how string, fail i18
 		if inst := e.instanceForNode(to); inst != nil && inst.ID != r.InstanceID {
 			return no(tracetext.RouteElsewhere, "cidr", r.DestinationCIDR, "instance", r.InstanceID, "want", inst.ID)
 		}
-		return fmt.Sprintf("via VPC route %s -> %s", r.DestinationCIDR, r.InstanceID), i18n.Msg{}, true
+		return why(tracetext.ViaRoute, "cidr", r.DestinationCIDR, "instance", r.InstanceID), i18n.Msg{}, true
 	}
 	if from == nil {
 		return no(tracetext.LBCannotReachPodIP, "ip", ip)
 	}
 	if e.overlay {
-		return fmt.Sprintf("through the overlay network to node %s", nodeName(to)), i18n.Msg{}, true
+		return why(tracetext.ViaOverlay, "node", nodeName(to)), i18n.Msg{}, true
 	}
 	return no(tracetext.NoRoute, "ip", ip, "node", nodeName(to))
 }
+
+func itoa(n int32) string { return strconv.Itoa(int(n)) }
 
 func nodeName(n *v1.Node) string {
 	if n == nil {

@@ -41,7 +41,26 @@ type Hop struct {
 	Kind    string `json:"kind"`
 	Node    string `json:"node,omitempty"`
 	Address string `json:"address,omitempty"`
-	Detail  string `json:"detail"`
+	// Detail says in English what happened there, for API readers.
+	// DetailKey and DetailArgs say the same as a lab/dataplane/tracetext
+	// key, and ViaKey and ViaArgs how the packet went on (or why it could
+	// not), so the page says both in its own language.
+	Detail     string    `json:"detail"`
+	DetailKey  string    `json:"detailKey,omitempty"`
+	DetailArgs i18n.Args `json:"detailArgs,omitempty"`
+	ViaKey     string    `json:"viaKey,omitempty"`
+	ViaArgs    i18n.Args `json:"viaArgs,omitempty"`
+}
+
+// say fills a hop's detail from what happened there (m) and how the packet
+// went on from it (via, zero when there is nothing to add).
+func (h Hop) say(m, via i18n.Msg) Hop {
+	h.DetailKey, h.DetailArgs, h.Detail = m.Key, m.Args, tracetext.English(m)
+	if via.Key != "" {
+		h.ViaKey, h.ViaArgs = via.Key, via.Args
+		h.Detail += "; " + tracetext.English(via)
+	}
+	return h
 }
 
 // Trace is one request's way through the lab's network and how it ended.

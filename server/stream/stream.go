@@ -54,8 +54,15 @@ type Snapshot struct {
 	Profile     Profile     `json:"profile"`
 	Controllers Controllers `json:"controllers"`
 	Cloud       CloudState  `json:"cloud"`
+	// Traces are the most recent requests through the data plane, oldest
+	// first (at most RecentTraces), so a page opened after a request sent
+	// with curl still shows its path.
+	Traces []Trace `json:"traces"`
 	flow.Snapshot
 }
+
+// RecentTraces is how many traces a snapshot carries.
+const RecentTraces = 20
 
 func (Snapshot) Type() string { return TypeSnapshot }
 

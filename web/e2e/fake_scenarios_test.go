@@ -170,12 +170,16 @@ func TestPresenterShortcuts(t *testing.T) {
 	// "]" picks the next Service; a Service's name in the table picks it too.
 	b.do(t, "pressing ]", chromedp.KeyEvent("]"))
 	b.waitFor(t, "the other Service picked", q("flow-service-select")+`.value === "default/web-0"`, 5*time.Second)
-	b.click(t, "svc-pick-default/web-1")
-	b.waitFor(t, "web-1 picked from the table", q("flow-service-select")+`.value === "default/web-1" && document.activeElement === document.getElementById("flow")`, 5*time.Second)
+	// Presenter mode shows the map and the strip only.
+	if hidden := eval[bool](t, b, q("nodes")+`.offsetParent === null && `+q("cloud-map")+`.getBoundingClientRect().width > 0`); !hidden {
+		t.Error("presenter mode should show the map and hide the tables")
+	}
 
 	// Outside presenter mode a letter does nothing.
 	b.do(t, "pressing p", chromedp.KeyEvent("p"))
 	b.waitFor(t, "presenter mode off", `!document.documentElement.classList.contains("presenter")`, 5*time.Second)
+	b.click(t, "svc-pick-default/web-1")
+	b.waitFor(t, "web-1 picked from the table", q("flow-service-select")+`.value === "default/web-1" && document.activeElement === document.getElementById("flow")`, 5*time.Second)
 	before := len(f.recorded())
 	b.do(t, "pressing s again", chromedp.KeyEvent("s"))
 	time.Sleep(300 * time.Millisecond)

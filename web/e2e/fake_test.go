@@ -53,6 +53,7 @@ type world struct {
 	nflows   []flow.NodeFlow
 	insts    []cloud.Instance
 	lbs      []cloud.LoadBalancer
+	routes   []cloud.Route
 	calls    []cloud.Call
 	ctrl     map[string]bool
 	stepMode bool
@@ -88,10 +89,11 @@ func (f *fakeLab) snapshotData() stream.Snapshot {
 		Profile:     stream.Profile{Name: "aws", Controllers: []string{"node", "nodelifecycle", "route", "service"}, Description: "fake"},
 		Controllers: w.ctrl,
 		Cloud: stream.CloudState{
-			State:  cloud.State{Instances: nonNil(w.insts), LoadBalancers: nonNil(w.lbs), Routes: []cloud.Route{}},
+			State:  cloud.State{Instances: nonNil(w.insts), LoadBalancers: nonNil(w.lbs), Routes: nonNil(w.routes)},
 			Faults: stream.Faults{Deny: []string{}}, StepMode: w.stepMode, Waiting: nonNil(w.waiting),
 			Calls: nonNil(w.calls), Listeners: stream.Listeners{}, Region: "ap-northeast-1",
 		},
+		Traces: []stream.Trace{},
 		Snapshot: flow.Snapshot{
 			Nodes: nonNil(w.nodes), Pods: nonNil(w.pods), Services: nonNil(w.services), Events: []flow.EventView{},
 			ServiceFlows: nonNil(w.sflows), NodeFlows: nonNil(w.nflows),

@@ -29,6 +29,30 @@ const (
 	NotListening       = "fail.not-listening"      // {error}
 )
 
+// Hop keys: what happened at a hop of a trace (Hop.DetailKey).
+const (
+	HopClient          = "hopd.client"           // {method} {path} {to}
+	HopPicked          = "hopd.lb.picked"        // {port} {proto} {target} {tport} {health} {n} {state}
+	HopArrives         = "hopd.node.arrives"     // {node} {port}
+	HopNodePortCluster = "hopd.nodeport.cluster" // {port} {service} {sport} {policy} {n}
+	HopNodePortLocal   = "hopd.nodeport.local"   // {port} {service} {sport} {policy} {n}
+	HopDNATKept        = "hopd.dnat.kept"        // {from} {to} {client}
+	HopDNATSNAT        = "hopd.dnat.snat"        // {from} {to} {client} {nip}
+	HopLeaves          = "hopd.node.leaves"      // {node} {addr}
+	HopClusterIPNone   = "hopd.clusterip.none"   // {addr} {service} {policy}
+	HopClusterIPDNAT   = "hopd.clusterip.dnat"   // {addr} {service} {policy} {to} {client}
+	HopForward         = "hopd.forward"          // {from} {to}
+	HopPod             = "hopd.pod"              // {pod} {src}
+)
+
+// Via keys: how a packet for a Pod IP travels on (Hop.ViaKey); when it
+// cannot, the hop's via is one of the reach keys above.
+const (
+	ViaVPC     = "via.vpc"     // {ip}
+	ViaRoute   = "via.route"   // {cidr} {instance}
+	ViaOverlay = "via.overlay" // {node}
+)
+
 // Catalog returns a copy of the data plane's failure texts.
 func Catalog() i18n.Catalog { return maps.Clone(catalog) }
 
@@ -86,6 +110,51 @@ var catalog = i18n.Catalog{
 	NoRoute: {
 		JA: "{ip} を含む VPC ルートがありません。Route controller がノード {node} の podCIDR へのルートをまだ追加していません",
 		EN: "no VPC route covers {ip}: the Route controller has not added one for node {node}'s podCIDR"},
+	HopClient: {
+		JA: "{method} {path} を {to} へ送った",
+		EN: "{method} {path} to {to}"},
+	HopPicked: {
+		JA: "リスナー {port}/{proto} がターゲット {target}:{tport} ({health}) へ送る。{state} のターゲット {n} 個の間でラウンドロビン",
+		EN: "listener {port}/{proto} sends to target {target}:{tport} ({health}), round-robin over {n} {state} target(s)"},
+	HopArrives: {
+		JA: "ノード {node} のポート {port} に届いた",
+		EN: "arrives at node {node} on port {port}"},
+	HopNodePortCluster: {
+		JA: "kube-proxy: NodePort {port} は Service {service} のポート {sport} (externalTrafficPolicy: {policy})。使えるエンドポイントはクラスタ全体で {n} 個",
+		EN: "kube-proxy: NodePort {port} is Service {service} port {sport} (externalTrafficPolicy: {policy}); {n} usable endpoint(s) in the cluster"},
+	HopNodePortLocal: {
+		JA: "kube-proxy: NodePort {port} は Service {service} のポート {sport} (externalTrafficPolicy: {policy})。使えるエンドポイントはこのノードに {n} 個",
+		EN: "kube-proxy: NodePort {port} is Service {service} port {sport} (externalTrafficPolicy: {policy}); {n} usable endpoint(s) on this node"},
+	HopDNATKept: {
+		JA: "DNAT {from} -> {to}。送信元 {client} はそのまま (externalTrafficPolicy: Local)",
+		EN: "DNAT {from} -> {to}; source {client} kept (externalTrafficPolicy: Local)"},
+	HopDNATSNAT: {
+		JA: "DNAT {from} -> {to}。送信元も {client} -> {nip} に SNAT (masquerade。応答がこのノードを通って戻るように)",
+		EN: "DNAT {from} -> {to}; SNAT source {client} -> {nip} (masquerade, so the reply returns through this node)"},
+	HopLeaves: {
+		JA: "ノード {node} から ClusterIP {addr} へ出た",
+		EN: "leaves node {node} for ClusterIP {addr}"},
+	HopClusterIPNone: {
+		JA: "kube-proxy: ClusterIP {addr} は Service {service} (internalTrafficPolicy: {policy})。使えるエンドポイントがない",
+		EN: "kube-proxy: ClusterIP {addr} is Service {service} (internalTrafficPolicy: {policy}); no usable endpoint"},
+	HopClusterIPDNAT: {
+		JA: "kube-proxy: ClusterIP {addr} は Service {service} (internalTrafficPolicy: {policy})。宛先を {to} に DNAT、送信元 {client} はそのまま",
+		EN: "kube-proxy: ClusterIP {addr} is Service {service} (internalTrafficPolicy: {policy}); DNAT to {to}, source {client} kept"},
+	HopForward: {
+		JA: "余分なホップ: {from} から、Pod のいる {to} へ",
+		EN: "extra hop: {from} -> {to}, where the Pod runs"},
+	HopPod: {
+		JA: "Pod {pod} が送信元 {src} からのリクエストを受け取った",
+		EN: "Pod {pod} receives it from source {src}"},
+	ViaVPC: {
+		JA: "{ip} は VPC のアドレスなので、VPC がそのまま届ける",
+		EN: "{ip} is a VPC address, so the VPC delivers it directly"},
+	ViaRoute: {
+		JA: "VPC ルート {cidr} -> {instance} を通る",
+		EN: "via VPC route {cidr} -> {instance}"},
+	ViaOverlay: {
+		JA: "オーバーレイネットワークを通ってノード {node} へ",
+		EN: "through the overlay network to node {node}"},
 	NotListening: {
 		JA: "ロードバランサーかそのリスナーがなくなりかけています: {error}",
 		EN: "the load balancer or its listener is going away: {error}"},

@@ -12,6 +12,7 @@ import { renderNodeInit } from "./nodeinit.js";
 import { initExercises } from "./exercise.js";
 import { initConsole } from "./console.js";
 import { initFlowReplays, startRecordingReplay, replayLog } from "./player.js";
+import { renderMap, resetMap } from "./map.js";
 
 loadStrings();
 
@@ -69,6 +70,11 @@ const stats = {
   burstStart: 0,
 };
 
+// The map's inputs, by the regions the store marks dirty.
+const MAP_REGIONS = new Set(["cluster", "cloud", "calls", "control", "flow"]);
+stats.mapRenders = 0;
+stats.lastMapMs = 0;
+
 let frame = 0;
 let fallback = 0;
 
@@ -93,6 +99,18 @@ function renderNow() {
     } catch (err) {
       console.error("rendering", region, err);
     }
+  }
+  // The map draws from most of the store: it redraws when any region it
+  // shows did.
+  if (dirty.some((r) => MAP_REGIONS.has(r))) {
+    const m0 = performance.now();
+    try {
+      renderMap(view, ui, dirty.every((r) => r === "calls" || !MAP_REGIONS.has(r)));
+    } catch (err) {
+      console.error("rendering", "map", err);
+    }
+    stats.mapRenders++;
+    stats.lastMapMs = performance.now() - m0;
   }
   const t1 = performance.now();
   if (replayMode) lockLab();
@@ -423,6 +441,7 @@ window.ccmlab = {
   stats,
   exercises: exercises.state,
   renderNow,
+  resetMap,
   // mark starts a measurement: the next message starts the clock.
   mark() {
     stats.markMessages = st.messages;

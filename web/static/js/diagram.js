@@ -5,7 +5,7 @@
 // A token runs along the top row when a step is reached; a packet runs
 // along the bottom row when a request is traced.
 
-import { s, t, setText, setAttr, shortName, truncate, reducedMotion, traceError } from "./util.js";
+import { s, t, setText, setAttr, shortName, truncate, reducedMotion, traceError, hopText } from "./util.js";
 
 const BOX_W = 160;
 const BOX_H = 78;
@@ -24,7 +24,10 @@ export function createDiagram(svg, caption) {
 
   svg.append(
     s("text", { x: LEFT, y: 24, class: "row-label", text: t("dg.control") }),
-    (d.dataLabel = s("text", { x: LEFT, y: DATA_Y - 16, class: "row-label", text: t("dg.data") })),
+    // The data-path heading sits at the right end of its row: the link
+    // from the cloud LB box comes down on the left half (to the LB hop,
+    // always the second), so the two never cross.
+    (d.dataLabel = s("text", { x: LEFT + WIDTH, y: DATA_Y - 16, class: "row-label", "text-anchor": "end", "data-testid": "dg-data-label", text: t("dg.data") })),
   );
   for (let i = 0; i < 5; i++) {
     const x = LEFT + i * STEP_X;
@@ -32,7 +35,7 @@ export function createDiagram(svg, caption) {
     d.boxes.push(box(svg, x, TOP_Y, BOX_W, t("dg." + CONTROL_KEYS[i]), "dg-" + CONTROL_KEYS[i]));
   }
   // Where the two rows meet: the LB box above, and the LB hop below.
-  d.link = s("line", { class: "link", x1: 0, y1: 0, x2: 0, y2: 0 });
+  d.link = s("line", { class: "link", x1: 0, y1: 0, x2: 0, y2: 0, "data-testid": "dg-link" });
   d.hopLayer = s("g", { class: "hops" });
   d.token = s("circle", { r: 8, class: "token", cx: -20, cy: -20, "data-testid": "token" });
   d.packet = s("circle", { r: 11, class: "packet", cx: -20, cy: -20, "data-testid": "packet", "data-state": "idle" });
@@ -122,7 +125,7 @@ function layoutHops(d, hops, template) {
     const where = hop.node ? shortName(hop.node) : hop.address || "";
     setText(b.status, truncate(where, Math.max(8, Math.floor(w / 8))));
     setText(b.value, hop.address && hop.node ? truncate(hop.address, Math.floor(w / 8)) : "");
-    setText(b.tip, hop.detail || t("dg.template"));
+    setText(b.tip, template ? t("dg.template") : hopText(hop));
     d.hops.push(b);
   });
   const lbHop = hops.findIndex((h) => h.kind === "lb");
@@ -154,7 +157,7 @@ export function playTrace(d, trace, slow) {
     (i) => {
       d.hops[i].g.classList.add("hit");
       const hop = hops[i];
-      setText(d.caption, `${t("hop." + hop.kind)}: ${hop.detail || ""}`);
+      setText(d.caption, `${t("hop." + hop.kind)}: ${hopText(hop)}`);
     },
     () => {
       const last = d.hops[d.hops.length - 1];

@@ -1,7 +1,7 @@
 // The six-step strip of a chosen LoadBalancer Service, its diagram, why it
 // is stuck, and the last request sent through its load balancer.
 
-import { h, t, setText, setAttr, show, traceError } from "./util.js";
+import { h, t, setText, setAttr, show, traceError, hopText } from "./util.js";
 import { createDiagram, updateControl, playStep, playTrace, resetTrace } from "./diagram.js";
 
 const STATUS_GLYPH = { done: "✓", current: "▶", stuck: "⚠", pending: "○" };
@@ -67,9 +67,23 @@ export function renderFlow(st, ui) {
     shown.step = flow.step;
   }
 
-  const trace = key ? st.lastTrace.get(key) : null;
+  const trace = latestTrace(st, key, flow);
   if (trace) playTrace(diagram, trace, ui.presenter);
   renderTrace(document.getElementById("trace-result"), trace);
+}
+
+// latestTrace is the newest request through this Service's load balancer,
+// whoever sent it: the page's button, curl at a listener, or a test. A
+// trace names its Service when the data plane could tell; one that names
+// only the load balancer belongs to the Service whose flow has that LB.
+export function latestTrace(st, key, flow) {
+  if (!key) return null;
+  const lb = flow && flow.lb;
+  for (let i = st.traces.length - 1; i >= 0; i--) {
+    const tr = st.traces[i];
+    if (tr.service === key || (lb && tr.lb === lb)) return tr;
+  }
+  return st.lastTrace.get(key) || null;
 }
 
 function syncSelect(sel, keys, selected) {
@@ -178,7 +192,7 @@ function renderTrace(box, tr) {
     h(
       "ol",
       { class: "hops-list" },
-      (tr.hops || []).map((hop) => h("li", null, h("strong", { text: t("hop." + hop.kind) }), " ", h("span", { class: "mono", text: hop.detail }))),
+      (tr.hops || []).map((hop) => h("li", null, h("strong", { text: t("hop." + hop.kind) }), " ", h("span", { class: "mono", text: hopText(hop) }))),
     ),
   );
 }

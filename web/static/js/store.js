@@ -72,8 +72,10 @@ export function snapshot(st, d) {
   st.calls = byKey(c.calls, (x) => x.seq);
   st.listeners = c.listeners || [];
   st.region = c.region || "";
-  // Traces are not part of the snapshot; keep the ones seen, they are
-  // still true about the past.
+  // The snapshot carries the most recent traces (a request sent with curl
+  // before the page opened); keep the ones seen too, they are still true
+  // about the past.
+  for (const tr of d.traces || []) addTrace(st, tr);
   for (const r of ALL) st.dirty.add(r);
   st.messages++;
 }

@@ -27,6 +27,16 @@ export function traceError(trace) {
   return trace.error || "";
 }
 
+// hopText says what happened at a hop of a trace in the page's language:
+// the data plane sends a lab/dataplane/tracetext key with its arguments
+// (and one for how the packet went on), and the English text only for API
+// readers (and for a lab older than this page).
+export function hopText(hop) {
+  if (!hop.detailKey) return hop.detail || "";
+  const what = t(hop.detailKey, hop.detailArgs || {});
+  return hop.viaKey ? t("hop.via", { what, via: t(hop.viaKey, hop.viaArgs || {}) }) : what;
+}
+
 // h builds an element. attrs: class, text, data-*/aria-*/role and other
 // attributes, on<event> handlers; children may be strings, nodes or arrays.
 export function h(tag, attrs, ...kids) {
