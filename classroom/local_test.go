@@ -19,28 +19,53 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/ccmlab/ccmlab/internal/testutil"
+	"github.com/ccmlab/ccmlab/lab/controlplane"
+	"github.com/ccmlab/ccmlab/lab/controlplane/cptest"
 )
 
 // binary is the ccmlab the local backend runs, built once: the labs are
 // real "ccmlab serve" processes.
-var binary string
+var (
+	binary   string
+	buildErr error
+)
+
+// env is the control plane the kubernetes backend is tested against.
+var env *cptest.Env
 
 func TestMain(m *testing.M) {
 	flag.Parse()
 	if testing.Short() {
-		// The fast tier runs the unit tests only; TestLocalClass, the one
-		// that needs the binary, skips.
-		os.Exit(m.Run())
+		// The fast tier runs the unit tests only; the tests that need the
+		// binary or the control plane skip.
+		cptest.Main(m, &env)
+		return
 	}
-	path, cleanup, err := testutil.BuildCCMLab()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+	cptest.Main(m, &env, func(cfg *controlplane.Config) {
+		// Built into the control plane's temporary dir, which cptest
+		// removes when the package's tests are done.
+		path, cleanup, err := testutil.BuildCCMLab()
+		if err != nil {
+			buildErr = err
+			return
+		}
+		defer cleanup()
+		binary = filepath.Join(cfg.DataDir, "ccmlab")
+		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+			buildErr = err
+			return
+		}
+		buildErr = os.Rename(path, binary)
+	})
+}
+
+// needBinary skips under -short and fails when the build failed.
+func needBinary(t *testing.T) {
+	t.Helper()
+	cptest.Need(t)
+	if buildErr != nil || binary == "" {
+		t.Fatalf("building ccmlab: %v", buildErr)
 	}
-	binary = path
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
 }
 
 // eventually is internal/testutil's, the suite's one wait.
@@ -112,9 +137,7 @@ func row(cl Class, name string) StudentRow {
 // TestLocalClass runs a class of three on the local backend: three real
 // labs (one node each, to be kind to the machine).
 func TestLocalClass(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts three labs")
-	}
+	needBinary(t)
 	students := []string{"alice", "bob", "carol"}
 	dataDir := t.TempDir()
 	c, err := New(Config{
@@ -335,7 +358,7 @@ func TestLocalClass(t *testing.T) {
 		bob := c.StudentToken("bob")
 		// A failed check is recorded as an attempt in the lab's data dir.
 		p.json("POST", "/s/bob/api/exercises/node-init/check", bob, nil, nil)
-		pid := c.backend.pid("bob")
+		pid := c.backend.(*localBackend).pid("bob")
 		if pid == 0 {
 			t.Fatal("bob's lab runs no process")
 		}
@@ -344,7 +367,7 @@ func TestLocalClass(t *testing.T) {
 		}
 		eventually(t, 3*time.Minute, "bob's lab is back", func() (bool, string) {
 			state, _ := c.backend.Status("bob")
-			return state == stateReady && c.backend.pid("bob") != pid, state
+			return state == stateReady && c.backend.(*localBackend).pid("bob") != pid, state
 		})
 		var d detail
 		p.json("GET", "/s/bob/api/exercises/node-init", bob, nil, &d)
@@ -356,7 +379,7 @@ func TestLocalClass(t *testing.T) {
 	t.Run("the labs stop with the portal", func(t *testing.T) {
 		pids := map[string]int{}
 		for _, s := range students {
-			pids[s] = c.backend.pid(s)
+			pids[s] = c.backend.(*localBackend).pid(s)
 		}
 		stop()
 		for s, pid := range pids {

@@ -26,7 +26,7 @@ const (
 type Classroom struct {
 	cfg     Config
 	tokens  *tokens
-	backend *localBackend
+	backend Backend
 	class   *class
 	mux     *http.ServeMux
 	// runCtx is set by Run: watchers of labs live no longer than it.
@@ -58,12 +58,33 @@ func New(cfg Config) (*Classroom, error) {
 	}
 	c := &Classroom{cfg: cfg, tokens: t, runCtx: context.Background()}
 	c.class = newClass(&c.cfg, t)
-	c.backend = newLocalBackend(&c.cfg, t, func(name, addr string, done <-chan struct{}) {
+	onReady := func(name, addr string, done <-chan struct{}) {
 		c.mu.Lock()
 		ctx := c.runCtx
 		c.mu.Unlock()
 		c.class.watch(ctx, name, addr, done)
-	})
+	}
+	switch cfg.Backend {
+	case BackendKubernetes:
+		kb, err := newKubeBackend(&c.cfg, t, onReady)
+		if err != nil {
+			return nil, err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		changed, err := kb.adoptTokens(ctx, cfg.Token != "")
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		if changed {
+			if err := t.save(abs); err != nil {
+				return nil, fmt.Errorf("the class's tokens: %w", err)
+			}
+		}
+		c.backend = kb
+	default:
+		c.backend = newLocalBackend(&c.cfg, t, onReady)
+	}
 	c.class.status = c.backend.Status
 	c.routes()
 	return c, nil
@@ -90,6 +111,9 @@ func (c *Classroom) Run(ctx context.Context, ln net.Listener) error {
 	if err := writeStudentsCSV(filepath.Join(c.cfg.DataDir, "students.csv"), base, c.cfg.Students, c.tokens); err != nil {
 		return fmt.Errorf("writing students.csv: %w", err)
 	}
+	if err := c.backend.Prepare(ctx); err != nil {
+		return err
+	}
 	srv := &http.Server{
 		Handler:           c.mux,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -101,7 +125,11 @@ func (c *Classroom) Run(ctx context.Context, ln net.Listener) error {
 	backendCtx, stopBackend := context.WithCancel(context.WithoutCancel(ctx))
 	go func() { backendDone <- c.backend.Run(backendCtx) }()
 
-	fmt.Fprintf(c.cfg.Out, "ccmlab classroom: %d students, labs in %s\n", len(c.cfg.Students), c.cfg.DataDir)
+	where := c.cfg.DataDir
+	if c.cfg.Backend == BackendKubernetes {
+		where = "namespace " + c.cfg.Kube.Namespace + " of the cluster"
+	}
+	fmt.Fprintf(c.cfg.Out, "ccmlab classroom: %d students, labs in %s\n", len(c.cfg.Students), where)
 	fmt.Fprintf(c.cfg.Out, "  student links: %s\n", filepath.Join(c.cfg.DataDir, "students.csv"))
 	fmt.Fprintf(c.cfg.Out, "  instructor token: %s\n", filepath.Join(c.cfg.DataDir, "instructor-token"))
 	fmt.Fprintf(c.cfg.Out, "ccmlab classroom is ready: %s/?token=%s\n", strings.TrimRight(base, "/"), url.QueryEscape(c.tokens.instructor))
