@@ -168,10 +168,27 @@ func (c *Classroom) routes() {
 	m.HandleFunc("GET /api/class.csv", c.instructor(c.classCSV))
 	m.HandleFunc("POST /api/actions/reset", c.instructor(c.actionReset))
 	m.HandleFunc("PUT /api/actions/latency", c.instructor(c.actionLatency))
+	m.HandleFunc("GET /api/challenge", c.instructor(c.challengeCauses))
+	m.HandleFunc("POST /api/actions/challenge", c.instructor(c.actionChallenge))
+	m.HandleFunc("GET /students.csv", c.instructor(c.studentsCSV))
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		jsonError(w, http.StatusNotFound, "no such page: "+r.URL.Path+" (the dashboard is at /, each student's lab at /s/<name>/)")
 	})
 	c.mux = m
+}
+
+// studentsCSV hands the instructor the students' links (the portal's
+// students.csv), for a portal whose data dir is out of reach (in a Pod).
+func (c *Classroom) studentsCSV(w http.ResponseWriter, r *http.Request) {
+	b, err := os.ReadFile(filepath.Join(c.cfg.DataDir, "students.csv"))
+	if err != nil {
+		jsonError(w, http.StatusServiceUnavailable, "students.csv is not written yet")
+		return
+	}
+	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	w.Header().Set("Content-Disposition", `attachment; filename="students.csv"`)
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write(b)
 }
 
 func jsonError(w http.ResponseWriter, code int, msg string) {
