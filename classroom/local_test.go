@@ -60,7 +60,7 @@ func TestMain(m *testing.M) {
 }
 
 // needBinary skips under -short and fails when the build failed.
-func needBinary(t *testing.T) {
+func needBinary(t testing.TB) {
 	t.Helper()
 	cptest.Need(t)
 	if buildErr != nil || binary == "" {

@@ -61,7 +61,7 @@ type StudentRow struct {
 	Exercises map[string]ExerciseCell `json:"exercises"`
 	// Current is the exercise the student last worked on and the step
 	// they are at; nil before any.
-	Current *Current  `json:"current,omitempty"`
+	Current *Current `json:"current,omitempty"`
 	// Stuck lists what the lab itself says cannot happen now (its flows'
 	// stuck reasons), the longest stuck first.
 	Stuck   []LabStuck `json:"stuck,omitempty"`
