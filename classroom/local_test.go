@@ -354,6 +354,37 @@ func TestLocalClass(t *testing.T) {
 		}
 	})
 
+	t.Run("the lab's own stuck reason shows, and goes", func(t *testing.T) {
+		carol := c.StudentToken("carol")
+		// Without the Node controller a new node cannot be initialized:
+		// carol's lab says so on its stream.
+		p.json("PUT", "/s/carol/api/controllers/node", carol, map[string]any{"enabled": false}, nil)
+		var inst struct {
+			PrivateDNSName string `json:"privateDNSName"`
+		}
+		p.json("POST", "/s/carol/api/cloud/instances", carol, nil, &inst)
+		if inst.PrivateDNSName == "" {
+			t.Fatal("the launched instance has no private DNS name (the node's name)")
+		}
+		eventually(t, time.Minute, "carol's row says her new node is stuck: no-node-controller", func() (bool, string) {
+			r := row(p.class(), "carol")
+			for _, st := range r.Stuck {
+				if st.Kind == "node" && st.Key == inst.PrivateDNSName && st.Reason == "no-node-controller" && st.Message != "" {
+					return true, ""
+				}
+			}
+			return false, fmt.Sprintf("%+v", r.Stuck)
+		})
+		if r := row(p.class(), "alice"); len(r.Stuck) != 0 {
+			t.Errorf("alice's row shows carol's stuck node: %+v", r.Stuck)
+		}
+		p.json("PUT", "/s/carol/api/controllers/node", carol, map[string]any{"enabled": true}, nil)
+		eventually(t, time.Minute, "carol's node initialized, her row unstuck", func() (bool, string) {
+			r := row(p.class(), "carol")
+			return len(r.Stuck) == 0, fmt.Sprintf("%+v", r.Stuck)
+		})
+	})
+
 	t.Run("a killed lab comes back with its data", func(t *testing.T) {
 		bob := c.StudentToken("bob")
 		// A failed check is recorded as an attempt in the lab's data dir.
