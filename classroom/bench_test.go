@@ -99,8 +99,8 @@ func BenchmarkClassroomCapacity(b *testing.B) {
 	fitCPU := int(0.8 * float64(cores) / max(meanCPU, 1e-3))
 	fit := min(fitMem, fitCPU)
 
-	b.ReportMetric(float64(cold.Milliseconds()), "cold-visit-ms")
-	b.ReportMetric(float64(warm.Milliseconds()), "warm-visit-ms")
+	b.ReportMetric(float64(cold.Microseconds())/1000, "cold-visit-ms")
+	b.ReportMetric(float64(warm.Microseconds())/1000, "warm-visit-ms")
 	b.ReportMetric(meanRSS, "idle-RSS-MB/lab")
 	b.ReportMetric(meanCPU*100, "idle-CPU-%/lab")
 	b.ReportMetric(float64(fitMem), "labs-fit-mem")
@@ -108,7 +108,7 @@ func BenchmarkClassroomCapacity(b *testing.B) {
 	b.ReportMetric(float64(fit), "labs-fit")
 	b.Logf("first visit to a ready page: cold %s, warm pool %s; per lab idle: RSS %.0f MB, CPU %.1f%% of a core (mean of %d labs, 3 nodes each, CPU over %s); "+
 		"machine: %.0f MB, %d cores; fit = min(0.8*%.0f/%.0f, 0.8*%d/%.3f) = min(%d, %d) = %d labs",
-		cold.Round(time.Millisecond), warm.Round(time.Millisecond), meanRSS, meanCPU*100, len(rss), window,
+		cold.Round(time.Millisecond), warm.Round(10*time.Microsecond), meanRSS, meanCPU*100, len(rss), window,
 		memMB, cores, memMB, meanRSS, cores, meanCPU, fitMem, fitCPU, fit)
 }
 
