@@ -64,7 +64,13 @@ func newClassroomCommand(stdout io.Writer) *cobra.Command {
 		Long: `ccmlab classroom starts a portal: each student's lab is at /s/<name>/ with the
 student's own token (the links are in <data-dir>/students.csv), and the
 instructor's dashboard is at / with the instructor's token (printed, and saved
-in <data-dir>/instructor-token).`,
+in <data-dir>/instructor-token).
+
+--backend local (the default) runs each lab as a child process, started on the
+student's first visit. --backend kubernetes --namespace NS --image IMAGE runs
+each lab as a Pod in a cluster (with a Secret, a PVC or emptyDir, a Service),
+all created at start; the portal then runs in that cluster
+(deploy/classroom.yaml), and "ccmlab classroom delete" ends the class.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runClassroom(cmd, o, stdout) },
 	}
