@@ -264,7 +264,7 @@ func (b *kubeBackend) apply(ctx context.Context, s string, opts metav1.ApplyOpti
 	sec := corev1ac.Secret(name, ns).WithLabels(lbl).WithType(corev1.SecretTypeOpaque).
 		WithData(map[string][]byte{"token": []byte(b.tokens.students[s])})
 	if _, err := core.Secrets(ns).Apply(ctx, sec, opts); err != nil {
-		return fmt.Errorf("Secret: %w", err)
+		return fmt.Errorf("the Secret: %w", err)
 	}
 	vol := corev1ac.Volume().WithName("data")
 	if b.opts.Storage == StoragePVC {
@@ -275,20 +275,20 @@ func (b *kubeBackend) apply(ctx context.Context, s string, opts metav1.ApplyOpti
 		}
 		pvc := corev1ac.PersistentVolumeClaim(name, ns).WithLabels(lbl).WithSpec(spec)
 		if _, err := core.PersistentVolumeClaims(ns).Apply(ctx, pvc, opts); err != nil {
-			return fmt.Errorf("PersistentVolumeClaim: %w", err)
+			return fmt.Errorf("the PersistentVolumeClaim: %w", err)
 		}
 		vol.WithPersistentVolumeClaim(corev1ac.PersistentVolumeClaimVolumeSource().WithClaimName(name))
 	} else {
 		vol.WithEmptyDir(corev1ac.EmptyDirVolumeSource())
 	}
 	if _, err := b.client.AppsV1().Deployments(ns).Apply(ctx, b.deployment(s, vol), opts); err != nil {
-		return fmt.Errorf("Deployment: %w", err)
+		return fmt.Errorf("the Deployment: %w", err)
 	}
 	svc := corev1ac.Service(name, ns).WithLabels(lbl).WithSpec(corev1ac.ServiceSpec().
 		WithSelector(selectorLabels(s)).
 		WithPorts(corev1ac.ServicePort().WithName("http").WithPort(80).WithTargetPort(intstr.FromString("http"))))
 	if _, err := core.Services(ns).Apply(ctx, svc, opts); err != nil {
-		return fmt.Errorf("Service: %w", err)
+		return fmt.Errorf("the Service: %w", err)
 	}
 	return nil
 }
