@@ -96,6 +96,7 @@ bench: build ## Run the benchmarks and print their figures (about 10 minutes)
 	$(GO) test -run '^$$' -bench 'APICalls' -benchtime 1s ./lab/cloud
 	$(GO) test -run '^$$' -bench 'Heartbeat' -benchtime 5x -timeout 30m ./lab/kubelet
 	$(GO) test -run '^$$' -bench 'ColdStart|Converge|ReplayStart' -benchtime 1x -timeout 30m ./cmd/ccmlab ./controllers
+	$(GO) test -run '^$$' -bench 'ClassroomCapacity' -benchtime 1x -timeout 30m ./classroom
 
 .PHONY: clean
 clean: ## Remove build output (not the lab's data dir)

@@ -31,6 +31,11 @@ type Config struct {
 
 	// Lab is what every student's lab runs with.
 	Lab LabOptions
+	// Backend is where labs run: BackendLocal (default) or
+	// BackendKubernetes.
+	Backend string
+	// Kube configures the kubernetes backend.
+	Kube KubeOptions
 	// Binary is the ccmlab executable run for each lab; default
 	// os.Executable().
 	Binary string
@@ -78,6 +83,12 @@ func (o LabOptions) args() []string {
 }
 
 func (c *Config) defaults() error {
+	if c.Backend == "" {
+		c.Backend = BackendLocal
+	}
+	if c.Backend == BackendKubernetes {
+		c.Kube.defaults()
+	}
 	if c.DataDir == "" {
 		c.DataDir = ".ccmlab-classroom"
 	}
@@ -99,7 +110,7 @@ func (c *Config) defaults() error {
 	if c.Clock == nil {
 		c.Clock = clock.RealClock{}
 	}
-	if c.Binary == "" {
+	if c.Binary == "" && c.Backend == BackendLocal {
 		exe, err := os.Executable()
 		if err != nil {
 			return fmt.Errorf("finding the ccmlab binary to run labs with: %w", err)
@@ -131,6 +142,16 @@ func (c *Config) validate() error {
 	}
 	if c.Lab.Nodes < 0 {
 		return fmt.Errorf("--nodes %d: must not be negative", c.Lab.Nodes)
+	}
+	switch c.Backend {
+	case "", BackendLocal:
+	case BackendKubernetes:
+		if c.Warm > 0 || c.Prestart {
+			return errors.New("--warm and --prestart are for --backend local: the kubernetes backend starts every lab at once")
+		}
+		return c.Kube.validate()
+	default:
+		return fmt.Errorf("--backend %q: use local or kubernetes", c.Backend)
 	}
 	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"k8s.io/client-go/rest"
 )
 
 func TestValidateName(t *testing.T) {
@@ -48,6 +50,14 @@ func TestConfigValidate(t *testing.T) {
 		{"short token", Config{Students: []string{"a"}, Token: "x"}, "8 characters"},
 		{"negative warm", Config{Students: []string{"a"}, Warm: -1}, "--warm"},
 		{"ok", Config{Students: []string{"a", "b"}}, ""},
+		{"unknown backend", Config{Students: []string{"a"}, Backend: "docker"}, "use local or kubernetes"},
+		{"kubernetes without a cluster", Config{Students: []string{"a"}, Backend: BackendKubernetes, Kube: KubeOptions{Namespace: "ns", Image: "i"}}, "--kubeconfig"},
+		{"kubernetes without an image", Config{Students: []string{"a"}, Backend: BackendKubernetes, Kube: KubeOptions{RestConfig: &rest.Config{}, Namespace: "ns"}}, "--image"},
+		{"kubernetes without a namespace", Config{Students: []string{"a"}, Backend: BackendKubernetes, Kube: KubeOptions{RestConfig: &rest.Config{}, Image: "i"}}, "--namespace"},
+		{"kubernetes bad namespace", Config{Students: []string{"a"}, Backend: BackendKubernetes, Kube: KubeOptions{RestConfig: &rest.Config{}, Namespace: "Class_1", Image: "i"}}, "--namespace"},
+		{"kubernetes bad storage", Config{Students: []string{"a"}, Backend: BackendKubernetes, Kube: KubeOptions{RestConfig: &rest.Config{}, Namespace: "ns", Image: "i", Storage: "disk"}}, "--storage"},
+		{"kubernetes with warm", Config{Students: []string{"a"}, Backend: BackendKubernetes, Warm: 1, Kube: KubeOptions{RestConfig: &rest.Config{}, Namespace: "ns", Image: "i"}}, "--warm"},
+		{"kubernetes ok", Config{Students: []string{"a"}, Backend: BackendKubernetes, Kube: KubeOptions{RestConfig: &rest.Config{}, Namespace: "ns", Image: "i", Storage: StorageEmptyDir, StorageSize: "1Gi"}}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.cfg.validate()

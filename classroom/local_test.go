@@ -19,28 +19,53 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/ccmlab/ccmlab/internal/testutil"
+	"github.com/ccmlab/ccmlab/lab/controlplane"
+	"github.com/ccmlab/ccmlab/lab/controlplane/cptest"
 )
 
 // binary is the ccmlab the local backend runs, built once: the labs are
 // real "ccmlab serve" processes.
-var binary string
+var (
+	binary   string
+	buildErr error
+)
+
+// env is the control plane the kubernetes backend is tested against.
+var env *cptest.Env
 
 func TestMain(m *testing.M) {
 	flag.Parse()
 	if testing.Short() {
-		// The fast tier runs the unit tests only; TestLocalClass, the one
-		// that needs the binary, skips.
-		os.Exit(m.Run())
+		// The fast tier runs the unit tests only; the tests that need the
+		// binary or the control plane skip.
+		cptest.Main(m, &env)
+		return
 	}
-	path, cleanup, err := testutil.BuildCCMLab()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+	cptest.Main(m, &env, func(cfg *controlplane.Config) {
+		// Built into the control plane's temporary dir, which cptest
+		// removes when the package's tests are done.
+		path, cleanup, err := testutil.BuildCCMLab()
+		if err != nil {
+			buildErr = err
+			return
+		}
+		defer cleanup()
+		binary = filepath.Join(cfg.DataDir, "ccmlab")
+		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+			buildErr = err
+			return
+		}
+		buildErr = os.Rename(path, binary)
+	})
+}
+
+// needBinary skips under -short and fails when the build failed.
+func needBinary(t testing.TB) {
+	t.Helper()
+	cptest.Need(t)
+	if buildErr != nil || binary == "" {
+		t.Fatalf("building ccmlab: %v", buildErr)
 	}
-	binary = path
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
 }
 
 // eventually is internal/testutil's, the suite's one wait.
@@ -112,9 +137,7 @@ func row(cl Class, name string) StudentRow {
 // TestLocalClass runs a class of three on the local backend: three real
 // labs (one node each, to be kind to the machine).
 func TestLocalClass(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts three labs")
-	}
+	needBinary(t)
 	students := []string{"alice", "bob", "carol"}
 	dataDir := t.TempDir()
 	c, err := New(Config{
@@ -331,11 +354,42 @@ func TestLocalClass(t *testing.T) {
 		}
 	})
 
+	t.Run("the lab's own stuck reason shows, and goes", func(t *testing.T) {
+		carol := c.StudentToken("carol")
+		// Without the Node controller a new node cannot be initialized:
+		// carol's lab says so on its stream.
+		p.json("PUT", "/s/carol/api/controllers/node", carol, map[string]any{"enabled": false}, nil)
+		var inst struct {
+			PrivateDNSName string `json:"privateDNSName"`
+		}
+		p.json("POST", "/s/carol/api/cloud/instances", carol, nil, &inst)
+		if inst.PrivateDNSName == "" {
+			t.Fatal("the launched instance has no private DNS name (the node's name)")
+		}
+		eventually(t, time.Minute, "carol's row says her new node is stuck: no-node-controller", func() (bool, string) {
+			r := row(p.class(), "carol")
+			for _, st := range r.Stuck {
+				if st.Kind == "node" && st.Key == inst.PrivateDNSName && st.Reason == "no-node-controller" && st.Message != "" {
+					return true, ""
+				}
+			}
+			return false, fmt.Sprintf("%+v", r.Stuck)
+		})
+		if r := row(p.class(), "alice"); len(r.Stuck) != 0 {
+			t.Errorf("alice's row shows carol's stuck node: %+v", r.Stuck)
+		}
+		p.json("PUT", "/s/carol/api/controllers/node", carol, map[string]any{"enabled": true}, nil)
+		eventually(t, time.Minute, "carol's node initialized, her row unstuck", func() (bool, string) {
+			r := row(p.class(), "carol")
+			return len(r.Stuck) == 0, fmt.Sprintf("%+v", r.Stuck)
+		})
+	})
+
 	t.Run("a killed lab comes back with its data", func(t *testing.T) {
 		bob := c.StudentToken("bob")
 		// A failed check is recorded as an attempt in the lab's data dir.
 		p.json("POST", "/s/bob/api/exercises/node-init/check", bob, nil, nil)
-		pid := c.backend.pid("bob")
+		pid := c.backend.(*localBackend).pid("bob")
 		if pid == 0 {
 			t.Fatal("bob's lab runs no process")
 		}
@@ -344,7 +398,7 @@ func TestLocalClass(t *testing.T) {
 		}
 		eventually(t, 3*time.Minute, "bob's lab is back", func() (bool, string) {
 			state, _ := c.backend.Status("bob")
-			return state == stateReady && c.backend.pid("bob") != pid, state
+			return state == stateReady && c.backend.(*localBackend).pid("bob") != pid, state
 		})
 		var d detail
 		p.json("GET", "/s/bob/api/exercises/node-init", bob, nil, &d)
@@ -356,7 +410,7 @@ func TestLocalClass(t *testing.T) {
 	t.Run("the labs stop with the portal", func(t *testing.T) {
 		pids := map[string]int{}
 		for _, s := range students {
-			pids[s] = c.backend.pid(s)
+			pids[s] = c.backend.(*localBackend).pid(s)
 		}
 		stop()
 		for s, pid := range pids {

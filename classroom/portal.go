@@ -26,7 +26,7 @@ const (
 type Classroom struct {
 	cfg     Config
 	tokens  *tokens
-	backend *localBackend
+	backend Backend
 	class   *class
 	mux     *http.ServeMux
 	// runCtx is set by Run: watchers of labs live no longer than it.
@@ -58,12 +58,33 @@ func New(cfg Config) (*Classroom, error) {
 	}
 	c := &Classroom{cfg: cfg, tokens: t, runCtx: context.Background()}
 	c.class = newClass(&c.cfg, t)
-	c.backend = newLocalBackend(&c.cfg, t, func(name, addr string, done <-chan struct{}) {
+	onReady := func(name, addr string, done <-chan struct{}) {
 		c.mu.Lock()
 		ctx := c.runCtx
 		c.mu.Unlock()
 		c.class.watch(ctx, name, addr, done)
-	})
+	}
+	switch cfg.Backend {
+	case BackendKubernetes:
+		kb, err := newKubeBackend(&c.cfg, t, onReady)
+		if err != nil {
+			return nil, err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		changed, err := kb.adoptTokens(ctx, cfg.Token != "")
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		if changed {
+			if err := t.save(abs); err != nil {
+				return nil, fmt.Errorf("the class's tokens: %w", err)
+			}
+		}
+		c.backend = kb
+	default:
+		c.backend = newLocalBackend(&c.cfg, t, onReady)
+	}
 	c.class.status = c.backend.Status
 	c.routes()
 	return c, nil
@@ -90,6 +111,9 @@ func (c *Classroom) Run(ctx context.Context, ln net.Listener) error {
 	if err := writeStudentsCSV(filepath.Join(c.cfg.DataDir, "students.csv"), base, c.cfg.Students, c.tokens); err != nil {
 		return fmt.Errorf("writing students.csv: %w", err)
 	}
+	if err := c.backend.Prepare(ctx); err != nil {
+		return err
+	}
 	srv := &http.Server{
 		Handler:           c.mux,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -101,7 +125,11 @@ func (c *Classroom) Run(ctx context.Context, ln net.Listener) error {
 	backendCtx, stopBackend := context.WithCancel(context.WithoutCancel(ctx))
 	go func() { backendDone <- c.backend.Run(backendCtx) }()
 
-	fmt.Fprintf(c.cfg.Out, "ccmlab classroom: %d students, labs in %s\n", len(c.cfg.Students), c.cfg.DataDir)
+	where := c.cfg.DataDir
+	if c.cfg.Backend == BackendKubernetes {
+		where = "namespace " + c.cfg.Kube.Namespace + " of the cluster"
+	}
+	fmt.Fprintf(c.cfg.Out, "ccmlab classroom: %d students, labs in %s\n", len(c.cfg.Students), where)
 	fmt.Fprintf(c.cfg.Out, "  student links: %s\n", filepath.Join(c.cfg.DataDir, "students.csv"))
 	fmt.Fprintf(c.cfg.Out, "  instructor token: %s\n", filepath.Join(c.cfg.DataDir, "instructor-token"))
 	fmt.Fprintf(c.cfg.Out, "ccmlab classroom is ready: %s/?token=%s\n", strings.TrimRight(base, "/"), url.QueryEscape(c.tokens.instructor))
@@ -140,10 +168,27 @@ func (c *Classroom) routes() {
 	m.HandleFunc("GET /api/class.csv", c.instructor(c.classCSV))
 	m.HandleFunc("POST /api/actions/reset", c.instructor(c.actionReset))
 	m.HandleFunc("PUT /api/actions/latency", c.instructor(c.actionLatency))
+	m.HandleFunc("GET /api/challenge", c.instructor(c.challengeCauses))
+	m.HandleFunc("POST /api/actions/challenge", c.instructor(c.actionChallenge))
+	m.HandleFunc("GET /students.csv", c.instructor(c.studentsCSV))
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		jsonError(w, http.StatusNotFound, "no such page: "+r.URL.Path+" (the dashboard is at /, each student's lab at /s/<name>/)")
 	})
 	c.mux = m
+}
+
+// studentsCSV hands the instructor the students' links (the portal's
+// students.csv), for a portal whose data dir is out of reach (in a Pod).
+func (c *Classroom) studentsCSV(w http.ResponseWriter, r *http.Request) {
+	b, err := os.ReadFile(filepath.Join(c.cfg.DataDir, "students.csv"))
+	if err != nil {
+		jsonError(w, http.StatusServiceUnavailable, "students.csv is not written yet")
+		return
+	}
+	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	w.Header().Set("Content-Disposition", `attachment; filename="students.csv"`)
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write(b)
 }
 
 func jsonError(w http.ResponseWriter, code int, msg string) {

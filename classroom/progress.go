@@ -12,10 +12,14 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/ccmlab/ccmlab/lab/flow"
+	"github.com/ccmlab/ccmlab/server/stream"
 )
 
 // class is the portal's view of everyone's progress, fed by the labs'
@@ -57,8 +61,26 @@ type StudentRow struct {
 	Exercises map[string]ExerciseCell `json:"exercises"`
 	// Current is the exercise the student last worked on and the step
 	// they are at; nil before any.
-	Current *Current  `json:"current,omitempty"`
-	Updated time.Time `json:"updated,omitzero"`
+	Current *Current `json:"current,omitempty"`
+	// Stuck lists what the lab itself says cannot happen now (its flows'
+	// stuck reasons), the longest stuck first.
+	Stuck   []LabStuck `json:"stuck,omitempty"`
+	Updated time.Time  `json:"updated,omitzero"`
+}
+
+// LabStuck is one flow of a lab that is stuck, as the lab's stream says:
+// a node that cannot be initialized or a Service whose load balancer
+// cannot be made, with the lab's reason code and message.
+type LabStuck struct {
+	// Kind is "node" or "service"; Key names it (a node, namespace/name).
+	Kind    string `json:"kind"`
+	Key     string `json:"key"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+	// Since is when the portal first saw it stuck for this reason (or
+	// connected to a lab that already was).
+	Since   time.Time `json:"since"`
+	Seconds int64     `json:"seconds"`
 }
 
 // ExerciseCell is a student's progress in one exercise: steps pass in
@@ -82,6 +104,7 @@ type Current struct {
 }
 
 type studentProgress struct {
+	stuck     map[string]LabStuck // by kind/key
 	exercises map[string]ExerciseCell
 	current   *Current
 	last      string // the exercise the lab last reported on
@@ -138,6 +161,16 @@ func (c *class) snapshot() Class {
 	for _, name := range c.cfg.Students {
 		p := c.students[name]
 		row := StudentRow{Name: name, Path: "/s/" + name + "/", Exercises: map[string]ExerciseCell{}, Updated: p.updated}
+		for _, st := range p.stuck {
+			st.Seconds = int64(now.Sub(st.Since) / time.Second)
+			row.Stuck = append(row.Stuck, st)
+		}
+		slices.SortFunc(row.Stuck, func(a, b LabStuck) int {
+			if c := a.Since.Compare(b.Since); c != 0 {
+				return c
+			}
+			return strings.Compare(a.Kind+"/"+a.Key, b.Kind+"/"+b.Key)
+		})
 		row.Lab, _ = c.status(name)
 		for k, v := range p.exercises {
 			row.Exercises[k] = v
@@ -163,7 +196,11 @@ func (c *class) watch(ctx context.Context, name, addr string, done <-chan struct
 		case <-ctx.Done():
 		}
 		cancel()
-		c.notify() // the lab's state changed
+		// The lab's state changed; what it said is stuck no longer holds.
+		c.mu.Lock()
+		c.students[name].stuck = nil
+		c.notifyLocked()
+		c.mu.Unlock()
 	}()
 	c.notify()
 	go func() {
@@ -206,7 +243,31 @@ func (c *class) follow(ctx context.Context, name, addr string) error {
 			continue
 		}
 		switch m.Type {
-		case "snapshot", "resync":
+		case stream.TypeSnapshot:
+			var snap flow.Snapshot
+			if err := json.Unmarshal(m.Data, &snap); err == nil {
+				c.stuckSnapshot(name, snap)
+			}
+			c.refresh(ctx, name, addr, "")
+		case stream.TypeNodeFlow:
+			var ch stream.NodeFlowChange
+			if err := json.Unmarshal(m.Data, &ch); err == nil {
+				var st *flow.Stuck
+				if ch.Data != nil {
+					st = ch.Data.Stuck
+				}
+				c.stuckChange(name, "node", ch.Key, st)
+			}
+		case stream.TypeServiceFlow:
+			var ch stream.ServiceFlowChange
+			if err := json.Unmarshal(m.Data, &ch); err == nil {
+				var st *flow.Stuck
+				if ch.Data != nil {
+					st = ch.Data.Stuck
+				}
+				c.stuckChange(name, "service", ch.Key, st)
+			}
+		case "resync":
 			c.refresh(ctx, name, addr, "")
 		case "exercise":
 			var d struct {
@@ -218,6 +279,62 @@ func (c *class) follow(ctx context.Context, name, addr string) error {
 			return nil
 		}
 	}
+}
+
+// stuckSnapshot replaces what a lab says is stuck with its snapshot's
+// flows, keeping the first-seen time of what was already stuck.
+func (c *class) stuckSnapshot(name string, snap flow.Snapshot) {
+	now := c.cfg.Clock.Now().UTC()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.students[name]
+	old := p.stuck
+	p.stuck = map[string]LabStuck{}
+	add := func(kind, key string, st *flow.Stuck) {
+		if st == nil {
+			return
+		}
+		since := now
+		if o, ok := old[kind+"/"+key]; ok && o.Reason == st.Reason {
+			since = o.Since
+		}
+		p.stuck[kind+"/"+key] = LabStuck{Kind: kind, Key: key, Reason: st.Reason, Message: st.Message, Since: since}
+	}
+	for _, f := range snap.NodeFlows {
+		add("node", f.Node, f.Stuck)
+	}
+	for _, f := range snap.ServiceFlows {
+		add("service", f.Service, f.Stuck)
+	}
+	c.notifyLocked()
+}
+
+// stuckChange applies one flow change: stuck (set or still), or not
+// (st nil: moving again, or gone).
+func (c *class) stuckChange(name, kind, key string, st *flow.Stuck) {
+	k := kind + "/" + key
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.students[name]
+	old, was := p.stuck[k]
+	switch {
+	case st == nil && !was:
+		return
+	case st == nil:
+		delete(p.stuck, k)
+	case was && old.Reason == st.Reason && old.Message == st.Message:
+		return
+	default:
+		since := c.cfg.Clock.Now().UTC()
+		if was && old.Reason == st.Reason {
+			since = old.Since
+		}
+		if p.stuck == nil {
+			p.stuck = map[string]LabStuck{}
+		}
+		p.stuck[k] = LabStuck{Kind: kind, Key: key, Reason: st.Reason, Message: st.Message, Since: since}
+	}
+	c.notifyLocked()
 }
 
 // summary is the part of the lab's GET /api/exercises the portal reads.
@@ -301,19 +418,42 @@ func (c *class) refresh(ctx context.Context, name, addr, exercise string) {
 	c.mu.Unlock()
 }
 
+// labError is a lab's answer that was not a success.
+type labError struct {
+	Method, Path, Status, Message string
+	Code                          int
+}
+
+func (e *labError) Error() string {
+	return fmt.Sprintf("%s %s: %s: %s", e.Method, e.Path, e.Status, e.Message)
+}
+
 // labJSON calls a lab's API with the student's token.
 func (c *class) labJSON(ctx context.Context, name, addr, method, path string, body, out any) error {
+	b, err := c.labRaw(ctx, name, addr, method, path, body)
+	if err != nil {
+		return err
+	}
+	if out != nil {
+		return json.Unmarshal(b, out)
+	}
+	return nil
+}
+
+// labRaw calls a lab's API with the student's token and returns the body
+// of a 2xx answer; any other is a *labError.
+func (c *class) labRaw(ctx context.Context, name, addr, method, path string, body any) ([]byte, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		rd = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, rd)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+c.tokens.students[name])
 	if body != nil {
@@ -321,7 +461,7 @@ func (c *class) labJSON(ctx context.Context, name, addr, method, path string, bo
 	}
 	res, err := c.client.Do(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer res.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(res.Body, 16<<20))
@@ -335,12 +475,9 @@ func (c *class) labJSON(ctx context.Context, name, addr, method, path string, bo
 		if msg == "" {
 			msg = string(bytes.TrimSpace(b))
 		}
-		return fmt.Errorf("%s %s: %s: %s", method, path, res.Status, msg)
+		return nil, &labError{Method: method, Path: path, Status: res.Status, Message: msg, Code: res.StatusCode}
 	}
-	if out != nil {
-		return json.Unmarshal(b, out)
-	}
-	return nil
+	return b, nil
 }
 
 func (c *Classroom) getClass(w http.ResponseWriter, r *http.Request) {
@@ -384,15 +521,19 @@ func (c *Classroom) classCSV(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
 	w.Header().Set("Content-Disposition", `attachment; filename="class-progress.csv"`)
 	cw := csv.NewWriter(w)
-	_ = cw.Write([]string{"student", "exercise", "steps", "steps_passed", "done", "current_step", "stuck_seconds"})
+	_ = cw.Write([]string{"student", "exercise", "steps", "steps_passed", "done", "current_step", "stuck_seconds", "lab_stuck_reason", "lab_stuck_seconds"})
 	for _, s := range cl.Students {
+		labReason, labStuck := "", ""
+		if len(s.Stuck) > 0 {
+			labReason, labStuck = s.Stuck[0].Reason, strconv.FormatInt(s.Stuck[0].Seconds, 10)
+		}
 		for _, ex := range cl.Exercises {
 			cell := s.Exercises[ex.ID]
 			step, stuck := "", ""
 			if s.Current != nil && s.Current.Exercise == ex.ID {
 				step, stuck = s.Current.Step, strconv.FormatInt(s.Current.StuckSeconds, 10)
 			}
-			_ = cw.Write([]string{s.Name, ex.ID, strconv.Itoa(ex.Steps), strconv.Itoa(cell.StepsPassed), strconv.FormatBool(cell.Done), step, stuck})
+			_ = cw.Write([]string{s.Name, ex.ID, strconv.Itoa(ex.Steps), strconv.Itoa(cell.StepsPassed), strconv.FormatBool(cell.Done), step, stuck, labReason, labStuck})
 		}
 	}
 	cw.Flush()

@@ -41,9 +41,6 @@ func loadTokens(dir, instructor string, students []string) (*tokens, error) {
 			t.instructor = newToken()
 		}
 	}
-	if err := os.WriteFile(ipath, []byte(t.instructor+"\n"), 0o600); err != nil {
-		return nil, err
-	}
 	spath := filepath.Join(dir, "student-tokens.json")
 	if b, err := os.ReadFile(spath); err == nil {
 		if err := json.Unmarshal(b, &t.students); err != nil {
@@ -57,11 +54,19 @@ func loadTokens(dir, instructor string, students []string) (*tokens, error) {
 			t.students[s] = newToken()
 		}
 	}
-	b, _ := json.MarshalIndent(t.students, "", "  ")
-	if err := os.WriteFile(spath, b, 0o600); err != nil {
+	if err := t.save(dir); err != nil {
 		return nil, err
 	}
 	return t, nil
+}
+
+// save writes the tokens to the data dir.
+func (t *tokens) save(dir string) error {
+	if err := os.WriteFile(filepath.Join(dir, "instructor-token"), []byte(t.instructor+"\n"), 0o600); err != nil {
+		return err
+	}
+	b, _ := json.MarshalIndent(t.students, "", "  ")
+	return os.WriteFile(filepath.Join(dir, "student-tokens.json"), b, 0o600)
 }
 
 // studentURL is the link a student is given.

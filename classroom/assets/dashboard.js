@@ -25,25 +25,36 @@ function render(cls) {
   const table = document.getElementById("class");
   const head = el("tr", null, el("th", null, el("input", { type: "checkbox", id: "select-all", "aria-label": "Select all" })),
     el("th", { scope: "col", text: "Student" }), el("th", { scope: "col", text: "Lab" }),
-    el("th", { scope: "col", text: "Where" }), el("th", { scope: "col", text: "Stuck for" }),
+    el("th", { scope: "col", text: "Where" }), el("th", { scope: "col", text: "Since last step" }),
+    el("th", { scope: "col", text: "Lab says stuck" }),
     ...cls.exercises.map((x) => el("th", { scope: "col", title: x.title, text: x.id })));
   const body = el("tbody");
   for (const s of cls.students) {
     const cur = s.current;
     const cells = cls.exercises.map((x) => {
       const c = s.exercises[x.id] || { stepsPassed: 0, done: false };
-      const td = el("td", { class: "steps" + (c.done ? " done" : ""), title: `${x.title}: ${c.stepsPassed}/${x.steps}` });
+      const td = el("td", { class: "steps" + (c.done ? " done" : ""), title: `${x.title}: ${c.stepsPassed}/${x.steps}`,
+        "data-testid": `cell-${s.name}-${x.id}`, "data-passed": String(c.stepsPassed) });
       for (let i = 0; i < x.steps; i++) td.append(el("span", { class: "step" + (i < c.stepsPassed ? " passed" : "") }));
       return td;
     });
-    const pick = el("input", { type: "checkbox", class: "pick", value: s.name, "aria-label": "Select " + s.name });
+    const pick = el("input", { type: "checkbox", class: "pick", value: s.name, "aria-label": "Select " + s.name, "data-testid": "pick-" + s.name });
     pick.checked = picked.has(s.name);
-    body.append(el("tr", { "data-student": s.name },
+    // What the lab itself says cannot happen now, the longest first.
+    const st = s.stuck || [];
+    const labStuck = el("td", { "data-testid": "labstuck-" + s.name, class: st.length && st[0].seconds >= STUCK ? "stuck" : "",
+      title: st.map((x) => `${x.kind} ${x.key}: ${x.message} (${fmt(x.seconds) || "0s"})`).join("\n") });
+    if (st.length) {
+      labStuck.append(el("span", { class: "reason", text: st[0].reason }), ` ${st[0].key}, ${fmt(st[0].seconds) || "0s"}`);
+      if (st.length > 1) labStuck.append(` (+${st.length - 1})`);
+    }
+    body.append(el("tr", { "data-student": s.name, "data-testid": "student-" + s.name },
       el("td", null, pick),
       el("th", { scope: "row" }, el("a", { href: s.path, target: "_blank", rel: "noopener", text: s.name })),
-      el("td", { class: "lab lab-" + s.lab, text: s.lab }),
+      el("td", { class: "lab lab-" + s.lab, text: s.lab, "data-testid": "lab-" + s.name }),
       el("td", { text: cur ? cur.exercise + (cur.stepTitle ? ": " + cur.stepTitle : "") + (cur.attempts ? ` (${cur.attempts} checks)` : "") : "" }),
       el("td", { class: cur && cur.stuckSeconds >= STUCK ? "stuck" : "", text: cur ? fmt(cur.stuckSeconds) : "" }),
+      labStuck,
       ...cells));
   }
   table.replaceChildren(el("thead", null, head), body);
@@ -52,6 +63,27 @@ function render(cls) {
   });
   const sel = document.getElementById("reset-exercise");
   if (sel.options.length === 0) for (const x of cls.exercises) sel.append(el("option", { value: x.id, text: x.title }));
+  if (!causesAsked && cls.students.some((s) => s.lab === "ready")) loadCauses();
+}
+
+// The challenge's causes come from a running lab (the labs' ccmlab
+// defines them); a lab without the challenge says so here.
+let causesAsked = false;
+async function loadCauses() {
+  causesAsked = true;
+  const status = document.getElementById("challenge-status");
+  try {
+    const res = await fetch("api/challenge", { credentials: "same-origin" });
+    const data = await res.json();
+    if (!res.ok) throw new Error(data.error || res.statusText);
+    const sel = document.getElementById("challenge-cause");
+    const lang = (navigator.language || "en").startsWith("ja") ? "ja" : "en";
+    for (const c of data.causes) sel.append(el("option", { value: c.id, text: c[lang] || c.en || c.id }));
+    status.textContent = "";
+  } catch (e) {
+    status.textContent = e.message;
+    if (/no lab is running/.test(e.message)) causesAsked = false; // ask again when one is
+  }
 }
 
 function selected() {
@@ -75,6 +107,11 @@ async function act(method, path, body) {
 document.getElementById("reset-form").addEventListener("submit", (e) => {
   e.preventDefault();
   act("POST", "api/actions/reset", { exercise: document.getElementById("reset-exercise").value, students: selected() });
+});
+document.getElementById("challenge-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  const cause = document.getElementById("challenge-cause").value;
+  act("POST", "api/actions/challenge", cause ? { cause, students: selected() } : { students: selected() });
 });
 document.getElementById("latency-form").addEventListener("submit", (e) => {
   e.preventDefault();
