@@ -232,6 +232,7 @@ func CaptureKlog(store *podlog.Store, verbosity int) {
 	klog.InitFlags(fs)
 	_ = fs.Set("v", fmt.Sprint(max(verbosity, CaptureLevel)))
 	klog.SetLoggerWithOptions(logr.New(&klogSink{out: out}), klog.ContextualLogger(true))
+	captureStore.Store(store)
 	captured.Store(true)
 }
 
