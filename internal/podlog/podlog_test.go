@@ -105,7 +105,9 @@ func TestFollowEndsWithContext(t *testing.T) {
 	s := New(0, 0)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- s.Read(ctx, "nothing yet", Options{TailLines: -1, Follow: true}, pipe{ch: make(chan string, 1)}, nil) }()
+	go func() {
+		done <- s.Read(ctx, "nothing yet", Options{TailLines: -1, Follow: true}, pipe{ch: make(chan string, 1)}, nil)
+	}()
 	cancel()
 	select {
 	case <-done:
