@@ -243,15 +243,19 @@ func (a *App) Run(ctx context.Context) (err error) {
 // startCluster starts the embedded control plane or prepares the attached
 // cluster.
 func (a *App) startCluster(ctx context.Context) (cluster, error) {
-	// klog goes into the static Pods' logs (and to the terminal with -v).
-	controlplane.CaptureKlog(a.logs, a.cfg.Verbosity)
 	if a.attached != nil {
+		// No static Pods here whose logs klog could fill: the attached
+		// cluster has its own control plane and cannot reach the lab's
+		// kubelets (docs/architecture.md).
+		controlplane.QuietKlog(a.cfg.Verbosity)
 		if err := a.attached.writeKubeconfig(a.dataDir); err != nil {
 			return nil, err
 		}
 		a.cfg.Say(fmt.Sprintf("  attached to %s (cluster CIDR %s)", a.attached.restConfig.Host, a.attached.clusterCIDR))
 		return a.attached, nil
 	}
+	// klog goes into the static Pods' logs (and to the terminal with -v).
+	controlplane.CaptureKlog(a.logs, a.cfg.Verbosity)
 	return controlplane.Start(ctx, controlplane.Config{
 		DataDir:       a.dataDir,
 		Verbosity:     a.cfg.Verbosity,

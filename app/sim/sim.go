@@ -304,7 +304,13 @@ func ensureControlPlaneInstance(ctx context.Context, c *cloud.Cloud) error {
 			return nil
 		}
 	}
+	// The last zone, so that the first workers, spread from the first
+	// zone on, keep the addresses (and so the Node names) they had before
+	// the lab had a control-plane node; an attached lab's workers then do
+	// not collide with a ccmlab host's control-plane node either.
+	zones := c.Config().Zones
 	_, err := c.RunInstance(cloud.WithCaller(ctx, "ccmlab"), cloud.RunInstanceInput{
+		Zone: zones[len(zones)-1],
 		Tags: map[string]string{"Name": "control-plane", kubelet.ControlPlaneTag: "1"},
 	})
 	if err != nil {
