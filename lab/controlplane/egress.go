@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -259,9 +258,6 @@ func (p *egressProxy) close() {
 		c.Close()
 	}
 	p.mu.Unlock()
-	err := p.ln.Close()
-	if err != nil && !errors.Is(err, net.ErrClosed) {
-		return
-	}
+	_ = p.ln.Close()
 	p.wg.Wait()
 }

@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
+	"log/slog"
 	"fmt"
 	"math/big"
 	"net"
@@ -91,7 +92,9 @@ func newAPIServer(m *Manager) (*apiServer, error) {
 				s.byConn.Delete(c.RemoteAddr().String())
 			}
 		},
-		ErrorLog: nil,
+		// A client without the CA's certificate fails its handshake; that
+		// is the server doing its job, not news for the terminal.
+		ErrorLog: slog.NewLogLogger(m.log.Handler(), slog.LevelDebug),
 	}
 	return s, nil
 }
@@ -104,7 +107,7 @@ func certFromPEM(pemBytes []byte) (*x509.Certificate, error) {
 	return certs[0], nil
 }
 
-// Addr is the kubelet API's loopback address ("" when it does not run).
+// APIAddr is the kubelet API's loopback address ("" when it does not run).
 func (m *Manager) APIAddr() string {
 	if m.api == nil {
 		return ""
