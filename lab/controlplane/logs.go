@@ -209,8 +209,6 @@ func formatValue(v any) string {
 		return strconvQuote(x.String())
 	case int, int32, int64, uint, uint32, uint64, float64, bool:
 		return fmt.Sprint(x)
-	case time.Duration:
-		return strconvQuote(x.String())
 	}
 	return fmt.Sprintf("%+v", v)
 }
