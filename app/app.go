@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	v1 "k8s.io/api/core/v1"
 
 	"github.com/ccmlab/ccmlab/app/sim"
 	"github.com/ccmlab/ccmlab/controllers"
@@ -23,6 +24,7 @@ import (
 	"github.com/ccmlab/ccmlab/exercises/check"
 	"github.com/ccmlab/ccmlab/exercises/console"
 	"github.com/ccmlab/ccmlab/exercises/progress"
+	"github.com/ccmlab/ccmlab/internal/podlog"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/controlplane"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
@@ -119,6 +121,7 @@ func (c *Config) validate() error {
 // with "the lab is starting" until the lab is ready.
 type App struct {
 	cfg      Config
+	logs     *podlog.Store // every Pod's log (kubectl logs)
 	dataDir  string
 	unlock   func()
 	attached *attachedCluster
@@ -133,7 +136,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	a := &App{cfg: cfg}
+	a := &App{cfg: cfg, logs: podlog.New(sim.AppLogBytes, 0)}
 	if cfg.Kubeconfig != "" {
 		var err error
 		if a.attached, err = attach(ctx, cfg.Kubeconfig, cfg.ClusterCIDR); err != nil {
@@ -242,6 +245,9 @@ func (a *App) Run(ctx context.Context) (err error) {
 // cluster.
 func (a *App) startCluster(ctx context.Context) (cluster, error) {
 	if a.attached != nil {
+		// No static Pods here whose logs klog could fill: the attached
+		// cluster has its own control plane and cannot reach the lab's
+		// kubelets (docs/architecture.md).
 		controlplane.QuietKlog(a.cfg.Verbosity)
 		if err := a.attached.writeKubeconfig(a.dataDir); err != nil {
 			return nil, err
@@ -249,6 +255,8 @@ func (a *App) startCluster(ctx context.Context) (cluster, error) {
 		a.cfg.Say(fmt.Sprintf("  attached to %s (cluster CIDR %s)", a.attached.restConfig.Host, a.attached.clusterCIDR))
 		return a.attached, nil
 	}
+	// klog goes into the static Pods' logs (and to the terminal with -v).
+	controlplane.CaptureKlog(a.logs, a.cfg.Verbosity)
 	return controlplane.Start(ctx, controlplane.Config{
 		DataDir:       a.dataDir,
 		Verbosity:     a.cfg.Verbosity,
@@ -283,7 +291,21 @@ func (a *App) build(ctx, gctx context.Context, g *errgroup.Group, cl cluster, l 
 		return err
 	}
 	pub := publisher{hub: l.hub, logger: a.cfg.Logger}
+	// The embedded control plane gets a control-plane node with the static
+	// Pods' mirrors, and its apiserver reaches the kubelets through the
+	// egress proxy. An attached cluster has its own control plane, and its
+	// apiserver cannot reach the lab's kubelets (docs/architecture.md).
+	cp, embedded := cl.(*controlplane.ControlPlane)
+	var caCert, caKey []byte
+	var static []*v1.Pod
+	if embedded && !a.cfg.BareAPIServer {
+		if caCert, caKey, err = cp.CA(); err != nil {
+			return err
+		}
+		static = cp.StaticPods()
+	}
 	l.sim, err = sim.New(ctx, sim.Config{
+		ControlPlaneNode: static != nil, StaticPods: static, Logs: a.logs, CACertPEM: caCert, CAKeyPEM: caKey,
 		Profile: a.cfg.Profile, RestConfig: cl.RestConfig(), ClusterCIDR: cl.ClusterCIDR(),
 		CloudStatePath: filepath.Join(a.dataDir, "cloud.json"), Nodes: a.cfg.Nodes, CloudLatency: a.cfg.CloudLatency,
 		Controllers: a.cfg.Controllers, Addons: a.cfg.Addons,
@@ -300,6 +322,9 @@ func (a *App) build(ctx, gctx context.Context, g *errgroup.Group, cl cluster, l 
 		return err
 	}
 	s := l.sim
+	if static != nil {
+		cp.SetClusterDialer(s.Kubelets.DialNode)
+	}
 	s.Go(gctx, g)
 	sim.Go(gctx, g, "cloud stream", func(ctx context.Context) error { return streamCloud(ctx, s.Cloud, s.Dataplane, pub) })
 

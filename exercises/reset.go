@@ -21,6 +21,7 @@ import (
 	"github.com/ccmlab/ccmlab/internal/kube"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/flow"
+	"github.com/ccmlab/ccmlab/lab/kubelet"
 	"github.com/ccmlab/ccmlab/lab/profile"
 )
 
@@ -264,10 +265,12 @@ func (s *Service) deletePods(ctx context.Context, selector string) error {
 	})
 }
 
+// runningInstances lists the running workers: the control-plane instance
+// (lab/kubelet) is not one of the nodes an exercise counts.
 func runningInstances(c *cloud.Cloud) []cloud.Instance {
 	var out []cloud.Instance
 	for _, inst := range c.Snapshot().Instances {
-		if inst.State == cloud.InstanceRunning {
+		if inst.State == cloud.InstanceRunning && !kubelet.IsControlPlane(inst) {
 			out = append(out, inst)
 		}
 	}

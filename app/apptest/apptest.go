@@ -23,10 +23,20 @@ func Start(env *cptest.Env, cfg sim.Config) (*Lab, error) {
 		cfg.Profile, _ = profile.Get("aws")
 	}
 	cfg.RestConfig = cmp.Or(cfg.RestConfig, env.Config)
+	// The kubelets serve their API, and the test apiserver reaches it, as in
+	// the binary: `GetLogs` of a Pod reads its access log. The control plane
+	// is the package's, so the last lab started is the one it reaches.
+	if cfg.CACertPEM == nil {
+		var err error
+		if cfg.CACertPEM, cfg.CAKeyPEM, err = env.CP.CA(); err != nil {
+			return nil, err
+		}
+	}
 	s, err := sim.New(env.Ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
+	env.CP.SetClusterDialer(s.Kubelets.DialNode)
 	g, gctx := errgroup.WithContext(env.Ctx)
 	s.Go(gctx, g)
 	l := &Lab{Sim: s, done: make(chan struct{})}

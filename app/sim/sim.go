@@ -8,10 +8,12 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/ccmlab/ccmlab/controllers"
+	"github.com/ccmlab/ccmlab/internal/podlog"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
 	"github.com/ccmlab/ccmlab/lab/flow"
@@ -54,10 +56,25 @@ type Config struct {
 	// the observer has re-derived the flows (optional).
 	OnSwitch func(status map[string]bool)
 
+	// ControlPlaneNode launches (on first start, or when it is missing) one
+	// more instance, tagged kubelet.ControlPlaneTag, whose kubelet registers
+	// a control-plane node and keeps the static Pods' mirror Pods:
+	// StaticPods (the control plane's manifests) and the CCM's.
+	ControlPlaneNode bool
+	StaticPods       []*v1.Pod
+	// Logs holds the Pods' logs (kubectl logs); nil: a store of its own.
+	Logs *podlog.Store
+	// CACertPEM and CAKeyPEM sign the kubelets' serving certificates; without
+	// them no kubelet API runs.
+	CACertPEM, CAKeyPEM []byte
+
 	Logger *slog.Logger
 }
 
 func (c *Config) setDefaults() {
+	if c.Logs == nil {
+		c.Logs = podlog.New(AppLogBytes, 0)
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -88,6 +105,8 @@ type Sim struct {
 	Manager   *controllers.Manager
 	Dataplane *dataplane.Dataplane
 	Observer  *flow.Observer
+	// Logs holds every Pod's log, as `kubectl logs` reads it.
+	Logs *podlog.Store
 
 	cfg Config
 }
@@ -128,7 +147,13 @@ func New(ctx context.Context, cfg Config) (_ *Sim, err error) {
 		}
 	}
 
-	s := &Sim{Cloud: c, cfg: cfg}
+	if cfg.ControlPlaneNode {
+		if err := ensureControlPlaneInstance(ctx, c); err != nil {
+			return nil, err
+		}
+	}
+
+	s := &Sim{Cloud: c, cfg: cfg, Logs: cfg.Logs}
 	if s.Client, err = kubernetes.NewForConfig(cfg.RestConfig); err != nil {
 		return nil, err
 	}
@@ -141,7 +166,14 @@ func New(ctx context.Context, cfg Config) (_ *Sim, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.Kubelets, err = kubelet.New(kubelet.Config{Client: kubeletClient, Cloud: c, Profile: cfg.Profile, Logger: cfg.Logger.With("component", "kubelet")}); err != nil {
+	kc := kubelet.Config{
+		Client: kubeletClient, Cloud: c, Profile: cfg.Profile, Logger: cfg.Logger.With("component", "kubelet"),
+		Logs: cfg.Logs, CACertPEM: cfg.CACertPEM, CAKeyPEM: cfg.CAKeyPEM,
+	}
+	if cfg.ControlPlaneNode {
+		kc.StaticPods = s.staticPods
+	}
+	if s.Kubelets, err = kubelet.New(kc); err != nil {
 		return nil, err
 	}
 	if s.Manager, err = controllers.NewManager(controllers.Config{
@@ -150,7 +182,10 @@ func New(ctx context.Context, cfg Config) (_ *Sim, err error) {
 	}); err != nil {
 		return nil, err
 	}
-	if s.Dataplane, err = dataplane.New(dataplane.Config{Client: s.Client, Cloud: c, Profile: cfg.Profile, Logger: cfg.Logger}); err != nil {
+	if s.Dataplane, err = dataplane.New(dataplane.Config{
+		Client: s.Client, Cloud: c, Profile: cfg.Profile, Logger: cfg.Logger,
+		OnDeliver: accessLog(cfg.Logs, time.Now),
+	}); err != nil {
 		return nil, err
 	}
 	if s.Observer, err = flow.New(flow.Config{
@@ -206,6 +241,7 @@ func (s *Sim) followSwitches(ctx context.Context) error {
 				return nil
 			}
 			s.Observer.ControllersChanged()
+			s.Kubelets.StaticPodsChanged() // the CCM's --controllers
 			if s.cfg.OnSwitch != nil {
 				s.cfg.OnSwitch(s.Manager.Status())
 			}
@@ -246,3 +282,39 @@ func (s *Sim) WaitForSync(ctx context.Context) error {
 
 // Close saves the cloud's state; call it after the parts have stopped.
 func (s *Sim) Close() error { return s.Cloud.Close() }
+
+// staticPods are the control-plane node's manifests: the control plane's
+// and the CCM's as its controllers run now.
+func (s *Sim) staticPods() []kubelet.StaticPod {
+	out := make([]kubelet.StaticPod, 0, len(s.cfg.StaticPods)+1)
+	for _, p := range s.cfg.StaticPods {
+		out = append(out, kubelet.StaticPod{Pod: p})
+	}
+	if s.Manager != nil {
+		out = append(out, ccmStaticPod(s.cfg.Profile, s.cfg.ClusterCIDR, s.Manager.Status()))
+	}
+	return out
+}
+
+// ensureControlPlaneInstance launches the control-plane instance unless
+// one that is not terminated exists.
+func ensureControlPlaneInstance(ctx context.Context, c *cloud.Cloud) error {
+	for _, inst := range c.Snapshot().Instances {
+		if kubelet.IsControlPlane(inst) && inst.State != cloud.InstanceTerminated {
+			return nil
+		}
+	}
+	// The last zone, so that the first workers, spread from the first
+	// zone on, keep the addresses (and so the Node names) they had before
+	// the lab had a control-plane node; an attached lab's workers then do
+	// not collide with a ccmlab host's control-plane node either.
+	zones := c.Config().Zones
+	_, err := c.RunInstance(cloud.WithCaller(ctx, "ccmlab"), cloud.RunInstanceInput{
+		Zone: zones[len(zones)-1],
+		Tags: map[string]string{"Name": "control-plane", kubelet.ControlPlaneTag: "1"},
+	})
+	if err != nil {
+		return fmt.Errorf("launching the control-plane instance: %w", err)
+	}
+	return nil
+}

@@ -43,7 +43,7 @@ func defaultServeOptions() *serveOptions {
 func (o *serveOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.listen, "listen", o.listen, "address of the web view and API")
 	fs.StringVar(&o.dataDir, "data-dir", o.dataDir, "where the lab keeps its state (etcd, cloud, kubeconfig)")
-	fs.IntVar(&o.nodes, "nodes", o.nodes, "number of instances (nodes) the lab launches on first start")
+	fs.IntVar(&o.nodes, "nodes", o.nodes, "number of worker instances (nodes) the lab launches on first start; the embedded control plane adds its own control-plane node")
 	fs.IntVarP(&o.verbosity, "v", "v", o.verbosity, "log verbosity of the Kubernetes components (0 = quiet)")
 	fs.StringVar(&o.profile, "profile", o.profile, "cloud profile: "+strings.Join(profile.Names(), ", "))
 	fs.StringVar(&o.controllers, "controllers", o.controllers, "CCM controllers enabled at start: a comma list of node,nodelifecycle,route,service, or none (default: all the profile has)")

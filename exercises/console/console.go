@@ -130,7 +130,7 @@ func splitLine(line string) ([]string, error) {
 func allowedVerbs() []string {
 	return []string{
 		"get", "describe", "create", "expose", "delete", "scale", "label", "annotate", "patch",
-		"taint", "cordon", "uncordon", "rollout", "events", "explain", "api-resources",
+		"taint", "cordon", "uncordon", "rollout", "events", "logs", "explain", "api-resources",
 		"api-versions", "version", "wait", "run", "set", "help",
 	}
 }
@@ -142,7 +142,7 @@ func refusedVerbs() map[string]i18n.Text {
 	ports := i18n.Text{JA: "ホストのポートを開きます", EN: "it opens ports on the host"}
 	return map[string]i18n.Text{
 		"apply": files, "replace": files, "kustomize": files, "diff": files,
-		"exec": containers, "attach": containers, "cp": containers, "debug": containers, "logs": containers,
+		"exec": containers, "attach": containers, "cp": containers, "debug": containers,
 		"proxy": ports, "port-forward": ports,
 		"edit":         {JA: "エディタを開きます。patch を使ってください", EN: "it opens an editor; use patch instead"},
 		"config":       {JA: "kubeconfig ファイルを読み書きします", EN: "it reads and writes kubeconfig files"},
@@ -233,6 +233,7 @@ func Parse(line string) ([]string, error) {
 		return nil, refuse("kubectl %s はコンソールでは使えません。使えるもの: %s", "kubectl %s is not available in the console; available: %s", v, strings.Join(allowedVerbs(), ", "))
 	}
 	flags := refusedFlags()
+	bounded := false
 	for i := verb + 1; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
@@ -240,6 +241,12 @@ func Parse(line string) ([]string, error) {
 		}
 		if !strings.HasPrefix(a, "-") || a == "-" {
 			continue
+		}
+		if v == "logs" {
+			if err := checkLogsFlag(a); err != nil {
+				return nil, err
+			}
+			bounded = bounded || isLogsBound(a)
 		}
 		var name, value string
 		hasValue := false
@@ -285,7 +292,45 @@ func Parse(line string) ([]string, error) {
 			}
 		}
 	}
+	if v == "logs" && !bounded {
+		args = append(args, fmt.Sprintf("--tail=%d", LogsDefaultTail))
+	}
 	return args[:len(args):len(args)], nil
+}
+
+// LogsDefaultTail is how many lines `kubectl logs` shows in the console
+// when the line sets none of --tail, --since, --since-time, --limit-bytes:
+// the newest ones, where a whole log would be cut at the console's output
+// limit after its oldest.
+const LogsDefaultTail = 200
+
+// checkLogsFlag refuses `kubectl logs -f`: the console runs a command to
+// its end and shows the output then, so following has no place there.
+func checkLogsFlag(a string) error {
+	follow := a == "--follow" || strings.HasPrefix(a, "--follow=") && a != "--follow=false"
+	if !strings.HasPrefix(a, "--") {
+		short := a[1:]
+		// Of kubectl logs' short flags only -c and -l take a value (-p is
+		// --previous here); what follows them in the word is that value.
+		if i := strings.IndexAny(short, "cl"); i >= 0 {
+			short = short[:i]
+		}
+		follow = follow || strings.ContainsRune(short, 'f')
+	}
+	if follow {
+		return refuse("kubectl logs -f (--follow) はコンソールでは使えません: 終わらずに待ち続けます。もう一度 logs を実行するか、--since=1m で最近の行だけを見てください。",
+			"kubectl logs -f (--follow) is not available in the console: it never ends; run logs again, or add --since=1m to see the recent lines.")
+	}
+	return nil
+}
+
+func isLogsBound(a string) bool {
+	for _, p := range []string{"--tail", "--since", "--since-time", "--limit-bytes"} {
+		if a == p || strings.HasPrefix(a, p+"=") {
+			return true
+		}
+	}
+	return false
 }
 
 // Config wires the console to the lab.

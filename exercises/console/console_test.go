@@ -68,6 +68,11 @@ func TestConsoleRefuses(t *testing.T) {
 		{"kubectl apply -f x.yaml", "kubectl apply is not available"},
 		{"kubectl cluster-info dump", "kubectl cluster-info is not available"},
 		{"kubectl frobnicate", "kubectl frobnicate is not available"},
+		{"kubectl logs -f deploy/web", "kubectl logs -f (--follow) is not available"},
+		{"kubectl logs deploy/web --follow", "kubectl logs -f (--follow) is not available"},
+		{"kubectl logs deploy/web --follow=true", "kubectl logs -f (--follow) is not available"},
+		{"kubectl logs -pf web", "kubectl logs -f (--follow) is not available"},
+		{"kubectl -n kube-system logs -l component=etcd -f", "kubectl logs -f (--follow) is not available"},
 	} {
 		_, err := Parse(tc.line)
 		if err == nil {
@@ -108,6 +113,13 @@ func TestConsoleAccepts(t *testing.T) {
 		{"kubectl run t --image=nginx:1.29 -- sh -c 'cat -f /etc/passwd'", []string{"run", "t", "--image=nginx:1.29", "--", "sh", "-c", "cat -f /etc/passwd"}},
 		{"kubectl get svc ''", []string{"get", "svc", ""}},
 		{"kubectl wait --for=delete pod/x --timeout=5s", []string{"wait", "--for=delete", "pod/x", "--timeout=5s"}},
+		// logs: bounded to the newest lines unless the line bounds it.
+		{"kubectl logs deploy/web", []string{"logs", "deploy/web", "--tail=200"}},
+		{"kubectl -n kube-system logs -l component=kube-scheduler", []string{"-n", "kube-system", "logs", "-l", "component=kube-scheduler", "--tail=200"}},
+		{"kubectl logs web -c nginx --tail=5", []string{"logs", "web", "-c", "nginx", "--tail=5"}},
+		{"kubectl logs web --since=1m", []string{"logs", "web", "--since=1m"}},
+		{"kubectl logs web --follow=false --limit-bytes=100", []string{"logs", "web", "--follow=false", "--limit-bytes=100"}},
+		{"kubectl logs web -cfoo", []string{"logs", "web", "-cfoo", "--tail=200"}},
 	} {
 		args, err := Parse(tc.line)
 		if err != nil {

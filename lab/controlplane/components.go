@@ -32,7 +32,7 @@ func parseFlags(component string, sets cliflag.NamedFlagSets, args []string) err
 }
 
 func (cp *ControlPlane) apiserverArgs(etcdURL string) []string {
-	return []string{
+	return append([]string{
 		"--etcd-servers=" + etcdURL,
 		"--advertise-address=127.0.0.1",
 		// The lab has no other apiserver replica to reconcile endpoints with.
@@ -46,7 +46,7 @@ func (cp *ControlPlane) apiserverArgs(etcdURL string) []string {
 		"--service-account-signing-key-file=" + cp.pki.ServiceAccountKey(),
 		"--authorization-mode=Node,RBAC",
 		"--profiling=false",
-	}
+	}, cp.egressArgs()...)
 }
 
 // runAPIServer builds kube-apiserver on an already-bound loopback listener
@@ -117,16 +117,19 @@ func (cp *ControlPlane) runControllerManager(ctx context.Context) (func() error,
 	return func() error { return kcmapp.Run(ctx, completed) }, nil
 }
 
-func (cp *ControlPlane) runScheduler(ctx context.Context) (func() error, error) {
-	opts := scheduleroptions.NewOptions()
-	args := []string{
+func (cp *ControlPlane) schedulerArgs() []string {
+	return []string{
 		"--kubeconfig=" + cp.componentKubeconfig(),
 		"--leader-elect=false",
 		"--secure-port=0",
 		"--kube-api-qps=200",
 		"--kube-api-burst=400",
 	}
-	if err := parseFlags("kube-scheduler", *opts.Flags, args); err != nil {
+}
+
+func (cp *ControlPlane) runScheduler(ctx context.Context) (func() error, error) {
+	opts := scheduleroptions.NewOptions()
+	if err := parseFlags("kube-scheduler", *opts.Flags, cp.schedulerArgs()); err != nil {
 		return nil, err
 	}
 	cc, sched, err := schedulerapp.Setup(ctx, opts)

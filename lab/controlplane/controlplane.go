@@ -33,6 +33,7 @@ type ControlPlane struct {
 	components []*component
 
 	restConfig *rest.Config
+	egress     *egressProxy // see egress.go
 	stopOnce   sync.Once
 	stopErr    error
 }
@@ -98,6 +99,9 @@ func Start(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 	begin := time.Now()
 	if err := cp.pki.ensure(); err != nil {
 		return nil, fmt.Errorf("preparing certificates in %s: %w", cp.pki.dir, err)
+	}
+	if err := cp.startEgressProxy(); err != nil {
+		return nil, err
 	}
 
 	cp.etcd, cp.server, err = startEtcd(cfg.DataDir, cfg.Verbosity)
@@ -204,6 +208,9 @@ func (cp *ControlPlane) Stop() error {
 				errs = append(errs, err)
 			}
 		}
+		if cp.egress != nil {
+			cp.egress.close()
+		}
 		if cp.etcd != nil {
 			cp.etcd.Close()
 		}
@@ -217,6 +224,9 @@ func (cp *ControlPlane) Stop() error {
 // only place that touches it; Start calls it, and a lab attached to an
 // existing cluster (whose CCM still logs through klog) calls it instead.
 func QuietKlog(v int) {
+	if captured.Load() {
+		return // CaptureKlog (logs.go) owns klog
+	}
 	// Each component re-applies logging options; without this a second
 	// application with equal values would fail.
 	logsapi.ReapplyHandling = logsapi.ReapplyHandlingIgnoreUnchanged

@@ -13,6 +13,12 @@
 // kubeconfig. Ports are chosen free at start so that several labs (and test
 // packages) run side by side.
 //
+// The apiserver reaches kubelets through its egress selector and an HTTP
+// CONNECT proxy on loopback (egress.go), whose dialer the lab sets. klog is
+// captured into the static Pods' logs by caller package (logs.go, etcd's
+// zap lines in etcdlog.go), and StaticPods returns the components'
+// manifests for the control-plane node's mirror Pods (mirrorpods.go).
+//
 // Note that several Kubernetes packages register process-wide state (metrics,
 // configz); a process can start one control plane. Tests start it once per
 // package in TestMain.

@@ -50,6 +50,7 @@ func startEtcd(dataDir string, verbosity int) (*embed.Etcd, string, error) {
 	if verbosity > 0 {
 		cfg.LogLevel = "warn"
 	}
+	captureEtcdLogs(cfg, verbosity) // etcdlog.go
 	// A lab is small; without these etcd would reserve a 10 GB quota and
 	// keep every revision, which only costs the student disk.
 	cfg.AutoCompactionMode = "periodic"

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/netip"
 	"strconv"
 	"sync"
@@ -43,6 +44,9 @@ type Config struct {
 	TraceBuffer int
 	Clock       clock.WithTicker // default clock.RealClock{}
 	Logger      *slog.Logger     // default: discard
+	// OnDeliver hears every request delivered to a Pod (accesslog.go);
+	// optional, called on the request's goroutine, must not block.
+	OnDeliver func(Delivery)
 	// ListenHost is the address load balancer listeners bind to, each on a
 	// free port. Default 127.0.0.1: the listeners are for the student's own
 	// machine.
@@ -288,6 +292,9 @@ type Request struct {
 	IP       string `json:"ip,omitempty"`
 	Port     int32  `json:"port,omitempty"`
 	ClientIP string `json:"clientIP,omitempty"`
+
+	// httpReq is the real request when one came to a listener.
+	httpReq *http.Request
 }
 
 // Do sends a simulated GET / through the same routing as a real connection
@@ -407,6 +414,7 @@ func (d *Dataplane) route(r Request, method, path string) (Trace, answer, error)
 	}
 	a := podAnswer(got.pod, got.port, method, path, &tr)
 	tr.Status = a.status
+	d.delivered(got.pod, got.port, &tr, method, path, r.httpReq, a)
 	return tr, a, nil
 }
 

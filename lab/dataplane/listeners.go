@@ -138,7 +138,7 @@ func (d *Dataplane) closeListeners() {
 // load balancer, routed exactly as Do routes a simulated one.
 func (d *Dataplane) handler(k listenerKey) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req := Request{Kind: KindLoadBalancer, LB: k.lb, Port: k.port, ClientIP: hostOnly(r.RemoteAddr)}
+		req := Request{Kind: KindLoadBalancer, LB: k.lb, Port: k.port, ClientIP: hostOnly(r.RemoteAddr), httpReq: r}
 		tr, ans, err := d.route(req, r.Method, r.URL.RequestURI())
 		if err != nil {
 			// The load balancer or listener went away between the accept

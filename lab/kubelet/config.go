@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
+	"github.com/ccmlab/ccmlab/internal/podlog"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/profile"
 )
@@ -40,6 +41,17 @@ type Config struct {
 	// PodWorkers is how many Pods are synced in parallel across all nodes.
 	// Default 4.
 	PodWorkers int
+
+	// Logs holds the containers' logs the kubelet API serves (server.go);
+	// with nil, or without CA, no kubelet API runs.
+	Logs *podlog.Store
+	// CACertPEM and CAKeyPEM are the lab's CA, which signs each node's
+	// serving certificate and the apiserver's client certificate.
+	CACertPEM, CAKeyPEM []byte
+	// StaticPods returns the static Pod manifests of the control-plane
+	// node (the instance tagged ControlPlaneTag); its kubelet keeps a
+	// mirror Pod for each (staticpods.go). Optional.
+	StaticPods func() []StaticPod
 
 	Clock  clock.WithTicker // default clock.RealClock{}
 	Logger *slog.Logger     // default slog.Default()

@@ -17,6 +17,14 @@
 //     podCIDR (or from the VPC with the vpc-cni profile), and completes
 //     the deletion of Pods being deleted, since it has no containers to
 //     stop;
+//   - records the kubelet's Pulling, Pulled, Created and Started events when
+//     a Pod first runs (events.go);
+//   - on the control-plane instance (tagged ControlPlaneTag), registers a
+//     control-plane node and keeps a mirror Pod per static Pod manifest
+//     (staticpods.go);
+//   - serves the kubelet API's containerLogs over TLS from a certificate
+//     signed by the lab's CA, reached through DialNode, which the
+//     apiserver's egress proxy calls (server.go);
 //   - stops dead when its instance stops or is terminated, so that the real
 //     node-lifecycle controller in the controller-manager is the one to
 //     notice, exactly as with a VM that lost power.

@@ -43,6 +43,10 @@ type kubelet struct {
 
 	// nodeGone is poked (never blocking) when the Node's deletion is seen.
 	nodeGone chan struct{}
+	// controlPlane: this is the control-plane node, which keeps mirror
+	// Pods; staticPoke asks it to sync them (staticpods.go).
+	controlPlane bool
+	staticPoke   chan struct{}
 
 	// Owned by whoever drives the kubelet: its run goroutine, or a
 	// benchmark in its place. bootID is set by start before that begins.
@@ -59,6 +63,9 @@ func newKubelet(m *Manager, inst cloud.Instance) *kubelet {
 		log:      m.cfg.Logger.With("node", inst.PrivateDNSName, "instance", inst.ID),
 		inst:     inst,
 		nodeGone: make(chan struct{}, 1),
+
+		controlPlane: IsControlPlane(inst),
+		staticPoke:   make(chan struct{}, 1),
 	}
 }
 
@@ -135,6 +142,7 @@ func (k *kubelet) pokeNodeGone() {
 func (k *kubelet) run(ctx context.Context) {
 	interval := k.m.cfg.HeartbeatInterval
 	registered := false
+	staticDirty := k.controlPlane
 	t := k.m.cfg.Clock.NewTimer(0) // register right away
 	defer t.Stop()
 	for {
@@ -144,7 +152,17 @@ func (k *kubelet) run(ctx context.Context) {
 		case <-k.nodeGone:
 			registered = false
 			t.Stop()
+		case <-k.staticPoke:
+			if registered {
+				staticDirty = k.syncStaticPods(ctx) != nil
+			} else {
+				staticDirty = true
+			}
+			continue
 		case <-t.C():
+		}
+		if registered && staticDirty {
+			staticDirty = k.syncStaticPods(ctx) != nil
 		}
 		var next time.Duration
 		switch {
@@ -159,6 +177,9 @@ func (k *kubelet) run(ctx context.Context) {
 			}
 			registered = true
 			k.m.enqueueNodePods(k.name)
+			if staticDirty {
+				staticDirty = k.syncStaticPods(ctx) != nil
+			}
 			// A random phase spreads many nodes' renewals over the whole
 			// interval instead of bunching them up at start.
 			next = time.Duration(rand.Int64N(int64(interval) + 1))

@@ -72,6 +72,9 @@ type Manager struct {
 
 	started atomic.Bool
 	synced  chan struct{}
+
+	api    *apiServer // nil without Config.Logs and CA
+	events *eventSink
 }
 
 // New builds a Manager. Nothing runs until Run.
@@ -87,6 +90,11 @@ func New(cfg Config) (*Manager, error) {
 		pools:    map[string]*ipPool{},
 		synced:   make(chan struct{}),
 	}
+	var err error
+	if m.api, err = newAPIServer(m); err != nil {
+		return nil, err
+	}
+	m.events = newEventSink(cfg.Client)
 	if cfg.Profile.PodIPsFromVPC {
 		cc := cfg.Cloud.Config()
 		r, err := vpcPodRange(cc.VPCCIDR, len(cc.Zones))
@@ -151,11 +159,23 @@ func (m *Manager) Run(ctx context.Context) error {
 
 	var wg sync.WaitGroup
 	m.startInformers(ctx, &wg)
+	m.events.start()
+	if m.api != nil {
+		wg.Go(func() {
+			if err := m.api.serve(); err != nil {
+				m.log.Error("kubelet API stopped", "err", err)
+			}
+		})
+	}
 	shutdown := func() {
 		m.stopAll()
 		m.queue.ShutDown()
+		if m.api != nil {
+			m.api.close()
+		}
 		cancel()
 		wg.Wait()
+		m.events.stop()
 	}
 	if !cache.WaitForCacheSync(ctx.Done(), m.podInformer.HasSynced, m.nodeInformer.HasSynced) {
 		shutdown()
@@ -376,7 +396,18 @@ func (m *Manager) podDeleted(obj any) {
 		obj = t.Obj
 	}
 	pod, ok := obj.(*v1.Pod)
-	if !ok || pod.Spec.NodeName == "" || pod.Spec.HostNetwork {
+	if !ok || pod.Spec.NodeName == "" {
+		return
+	}
+	m.forgetPodLogs(pod) // server.go
+	if IsMirrorPod(pod) {
+		// Deleting a mirror Pod does not stop a static Pod; its kubelet
+		// creates the mirror again.
+		if k := m.kubeletForNode(pod.Spec.NodeName); k != nil && k.controlPlane {
+			k.pokeStatic()
+		}
+	}
+	if pod.Spec.HostNetwork {
 		return
 	}
 	m.pool(pod.Spec.NodeName).release(pod.UID)

@@ -142,7 +142,7 @@ func conditionsDiffer(n *v1.Node) bool {
 // the CCM's Node controller is there to settle.
 func newNode(inst cloud.Instance, bootID string, now metav1.Time) *v1.Node {
 	name := inst.PrivateDNSName
-	return &v1.Node{
+	n := &v1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name,
 			Labels: map[string]string{
@@ -167,6 +167,10 @@ func newNode(inst cloud.Instance, bootID string, now metav1.Time) *v1.Node {
 			NodeInfo:        nodeInfo(inst, bootID),
 		},
 	}
+	if IsControlPlane(inst) {
+		asControlPlane(n) // staticpods.go
+	}
+	return n
 }
 
 // statusPatch is a strategic merge patch for the status subresource. It

@@ -99,14 +99,24 @@ func (m *Manager) syncPod(key string) error {
 	if err != nil {
 		return err
 	}
-	if statusIsCurrent(pod, hostIP, podIP) {
+	stopped := m.staticStopped(pod) // staticpods.go
+	if (!stopped && statusIsCurrent(pod, hostIP, podIP)) || (stopped && stoppedStatusIsCurrent(pod, hostIP)) {
 		return nil
 	}
 	updated := pod.DeepCopy()
-	setRunningStatus(updated, hostIP, podIP, metav1.NewTime(m.cfg.Clock.Now()))
+	now := metav1.NewTime(m.cfg.Clock.Now())
+	setRunningStatus(updated, hostIP, podIP, now)
+	if stopped {
+		setStoppedStatus(updated, now)
+	}
 	_, err = pods.UpdateStatus(ctx, updated, metav1.UpdateOptions{})
 	switch {
-	case err == nil, ctx.Err() != nil:
+	case err == nil:
+		if pod.Status.StartTime == nil && !IsMirrorPod(pod) {
+			m.events.containersStarted(pod) // events.go
+		}
+		return nil
+	case ctx.Err() != nil:
 		return nil
 	case apierrors.IsNotFound(err):
 		if !pod.Spec.HostNetwork {
