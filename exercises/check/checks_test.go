@@ -22,6 +22,7 @@ import (
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
 	"github.com/ccmlab/ccmlab/lab/flow"
+	"github.com/ccmlab/ccmlab/lab/history"
 	"github.com/ccmlab/ccmlab/lab/profile"
 )
 
@@ -71,6 +72,8 @@ type fixture struct {
 	dp    *fakeDataplane
 	flows fakeFlows
 	start time.Time
+	hist  *history.Recorder
+	since uint64
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -78,13 +81,17 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	h, err := history.New(history.Config{Size: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
 	return &fixture{t: t, ctx: context.Background(), cloud: c, ctrl: fakeControllers{"node": true, "nodelifecycle": true, "route": true, "service": true},
-		dp: &fakeDataplane{}, flows: fakeFlows{}}
+		dp: &fakeDataplane{}, flows: fakeFlows{}, hist: h}
 }
 
 func (f *fixture) env() Env {
 	p, _ := profile.Get("aws")
-	return Env{Client: fake.NewClientset(f.objs...), Cloud: f.cloud, Flow: f.flows, Controllers: f.ctrl, Dataplane: f.dp, Profile: p}
+	return Env{Client: fake.NewClientset(f.objs...), Cloud: f.cloud, Flow: f.flows, Controllers: f.ctrl, Dataplane: f.dp, Profile: p, History: f.hist}
 }
 
 func (f *fixture) eval(c format.CheckSpec) Outcome {
@@ -92,7 +99,7 @@ func (f *fixture) eval(c format.CheckSpec) Outcome {
 	if err := Validate(c); err != nil {
 		f.t.Fatalf("invalid spec: %v", err)
 	}
-	return Evaluate(f.ctx, f.env(), f.start, c)
+	return EvaluateStep(f.ctx, f.env(), Input{Start: f.start, Since: f.since}, c)
 }
 
 func (f *fixture) launch() cloud.Instance {
@@ -261,7 +268,7 @@ type checkCase struct {
 func checkCases() []checkCase {
 	on, off := ptr.To(true), ptr.To(false)
 	later := func(f *fixture) { f.start = time.Now().Add(time.Hour) }
-	return []checkCase{
+	return append(evidenceCases(), []checkCase{
 		{"new node", format.CheckSpec{Kind: "newNodes"}, func(f *fixture) { f.two() }, true},
 		{"no new node", format.CheckSpec{Kind: "newNodes"}, func(f *fixture) { f.two(); later(f) }, false},
 		{"too few new nodes", format.CheckSpec{Kind: "newNodes", Min: 3}, func(f *fixture) { f.two() }, false},
@@ -555,7 +562,7 @@ func checkCases() []checkCase {
 			a, _ := f.two()
 			f.terminate(a)
 		}, false},
-	}
+	}...)
 }
 
 func TestCheckKinds(t *testing.T) {
