@@ -268,7 +268,7 @@ type checkCase struct {
 func checkCases() []checkCase {
 	on, off := ptr.To(true), ptr.To(false)
 	later := func(f *fixture) { f.start = time.Now().Add(time.Hour) }
-	return append(evidenceCases(), []checkCase{
+	return append(append(evidenceCases(), extraCases()...), []checkCase{
 		{"new node", format.CheckSpec{Kind: "newNodes"}, func(f *fixture) { f.two() }, true},
 		{"no new node", format.CheckSpec{Kind: "newNodes"}, func(f *fixture) { f.two(); later(f) }, false},
 		{"too few new nodes", format.CheckSpec{Kind: "newNodes", Min: 3}, func(f *fixture) { f.two() }, false},
