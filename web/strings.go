@@ -361,7 +361,16 @@ var pageTexts = i18n.Catalog{
 	"ex.attempts":          {JA: "チェック {n} 回", EN: "{n} check(s)"},
 	"ex.quiz":              {JA: "クイズ", EN: "Quiz"},
 	"ex.quiz.correct":      {JA: "✓ 正解", EN: "✓ Correct"},
-	"ex.quiz.wrong":        {JA: "✗ 不正解。ほかの選択肢も試せます", EN: "✗ Not quite. Try another choice"},
+	"ex.quiz.wrong":        {JA: "✗ 不正解。最初の答えが記録されます。下の理由を読んでください", EN: "✗ Not quite. The first answer is what counts: read the reasoning below"},
+	"ex.meta.minutes":      {JA: "目安 {n} 分", EN: "about {n} min"},
+	"ex.meta.profiles":     {JA: "プロファイル: {list}", EN: "profile: {list}"},
+	"ex.meta.requires":     {JA: "必要なもの: {list}", EN: "needs: {list}"},
+	"ex.meta.pace":         {JA: "授業のペース: クラウド呼び出しごとに {d} の遅延 (いまは {now}。障害パネルで変えられます)", EN: "classroom pace: {d} per cloud call (now {now}; change it in the fault panel)"},
+	"ex.answer.submit":     {JA: "答える", EN: "Answer"},
+	"ex.answer.right":      {JA: "✓ 正解: {v}", EN: "✓ Right: {v}"},
+	"ex.answer.wrong":      {JA: "✗ {v} はラボの値と違います", EN: "✗ {v} is not what the lab says"},
+	"ex.solution":          {JA: "解答 (コマンド)", EN: "Solution"},
+	"ex.auto":              {JA: "ステップ「{step}」に合格しました", EN: "Step \"{step}\" passed"},
 	"ex.quiz.chosen":       {JA: "あなたの答え", EN: "your answer"},
 
 	// --- console ---

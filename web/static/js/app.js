@@ -87,6 +87,7 @@ function dirty(...regions) {
 function onMessage(m) {
   if (stats.markMessages >= 0 && stats.burstStart === 0) stats.burstStart = performance.now();
   if (m.type === "snapshot") snapshot(st, m.data || {});
+  else if (m.type === "exercise") exercises.changed(m.data && m.data.exercise);
   else apply(st, m);
   schedule();
 }
