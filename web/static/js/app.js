@@ -19,6 +19,7 @@ const ui = {
   conn: "connecting",
   busy: new Set(), // actions in flight: a controller name, "fault", "send", ...
   svcChoice: null,
+  sendKind: "loadbalancer", // where the request panel's requests enter
   nodeChoice: null,
   presenter: false,
   exercises: true, // the exercise panel shown (outside presenter mode)
@@ -236,7 +237,7 @@ function sendRequest() {
   if (!key) return;
   ui.svcChoice = key;
   act("send", ["flow"], async () => {
-    addTrace(st, await api("POST", "/api/requests", { service: key }));
+    addTrace(st, await api("POST", "/api/requests", { service: key, kind: ui.sendKind }));
   });
 }
 
@@ -321,6 +322,10 @@ document.addEventListener("click", (e) => {
   }
 });
 
+document.getElementById("send-kind").addEventListener("change", (e) => {
+  ui.sendKind = e.target.value;
+  dirty("flow");
+});
 document.getElementById("svc-select").addEventListener("change", (e) => {
   ui.svcChoice = e.target.value;
   dirty("flow");
