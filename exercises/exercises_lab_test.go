@@ -164,6 +164,21 @@ func (w *world) send(t *testing.T, r dataplane.Request) dataplane.Trace {
 	return tr
 }
 
+// recorded waits until the history has the trace (it follows the data
+// plane's trace stream, a moment behind).
+func (w *world) recorded(t *testing.T, traceID string) {
+	t.Helper()
+	testutil.Eventually(t, 10*time.Second, "trace "+traceID+" in the history", func() (bool, string) {
+		entries, _ := w.svc.cfg.Env.History.Since(0)
+		for _, e := range entries {
+			if e.Kind == history.KindTrace && e.Trace.ID == traceID {
+				return true, ""
+			}
+		}
+		return false, "not yet"
+	})
+}
+
 // expectNothingPasses: straight after a reset no step passes, and each
 // step's checks, evaluated on their own against what happened since the
 // reset (ignoring the step order), fail.
@@ -573,15 +588,16 @@ func TestExerciseLocalTraffic(t *testing.T) {
 
 	w.failsNow(t, id, "local")
 	w.run(t, id, "local", "patch svc")
-	var seen string
+	var seen, traceID string
 	testutil.Eventually(t, 60*time.Second, "a Local request keeping the client IP", func() (bool, string) {
 		tr, err := w.dp.Do(ctx, dataplane.Request{Kind: dataplane.KindLoadBalancer, LB: lb, Origin: dataplane.OriginAPI})
 		if err != nil {
 			return false, err.Error()
 		}
-		seen = tr.SourceIPSeenByPod
+		seen, traceID = tr.SourceIPSeenByPod, tr.ID
 		return tr.Status == 200 && tr.Policy == dataplane.PolicyLocal && !tr.ExtraHop && tr.SourceIPSeenByPod == tr.ClientIP, fmt.Sprint(tr.Status, tr.Policy, tr.Error)
 	})
+	w.recorded(t, traceID)
 	if res := w.answer(t, id, "local", seen); !res.Correct {
 		t.Fatalf("the client IP %s refused: %+v", seen, res)
 	}
