@@ -22,6 +22,7 @@ import (
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
 	"github.com/ccmlab/ccmlab/lab/flow"
+	"github.com/ccmlab/ccmlab/lab/history"
 	"github.com/ccmlab/ccmlab/lab/profile"
 )
 
@@ -71,6 +72,8 @@ type fixture struct {
 	dp    *fakeDataplane
 	flows fakeFlows
 	start time.Time
+	hist  *history.Recorder
+	since uint64
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -78,13 +81,17 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	h, err := history.New(history.Config{Size: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
 	return &fixture{t: t, ctx: context.Background(), cloud: c, ctrl: fakeControllers{"node": true, "nodelifecycle": true, "route": true, "service": true},
-		dp: &fakeDataplane{}, flows: fakeFlows{}}
+		dp: &fakeDataplane{}, flows: fakeFlows{}, hist: h}
 }
 
 func (f *fixture) env() Env {
 	p, _ := profile.Get("aws")
-	return Env{Client: fake.NewClientset(f.objs...), Cloud: f.cloud, Flow: f.flows, Controllers: f.ctrl, Dataplane: f.dp, Profile: p}
+	return Env{Client: fake.NewClientset(f.objs...), Cloud: f.cloud, Flow: f.flows, Controllers: f.ctrl, Dataplane: f.dp, Profile: p, History: f.hist}
 }
 
 func (f *fixture) eval(c format.CheckSpec) Outcome {
@@ -92,7 +99,7 @@ func (f *fixture) eval(c format.CheckSpec) Outcome {
 	if err := Validate(c); err != nil {
 		f.t.Fatalf("invalid spec: %v", err)
 	}
-	return Evaluate(f.ctx, f.env(), f.start, c)
+	return EvaluateStep(f.ctx, f.env(), Input{Start: f.start, Since: f.since}, c)
 }
 
 func (f *fixture) launch() cloud.Instance {
@@ -247,10 +254,6 @@ func (f *fixture) two(mods ...func(*corev1.Node)) (cloud.Instance, cloud.Instanc
 	return a, b
 }
 
-func okTrace(pod, node string) dataplane.Trace {
-	return dataplane.Trace{Status: 200, Pod: "default/" + pod, PodNode: node, ClientIP: "203.0.113.10", SourceIPSeenByPod: "203.0.113.10", Policy: dataplane.PolicyLocal}
-}
-
 type checkCase struct {
 	name  string
 	spec  format.CheckSpec
@@ -261,7 +264,7 @@ type checkCase struct {
 func checkCases() []checkCase {
 	on, off := ptr.To(true), ptr.To(false)
 	later := func(f *fixture) { f.start = time.Now().Add(time.Hour) }
-	return []checkCase{
+	return append(append(evidenceCases(), extraCases()...), []checkCase{
 		{"new node", format.CheckSpec{Kind: "newNodes"}, func(f *fixture) { f.two() }, true},
 		{"no new node", format.CheckSpec{Kind: "newNodes"}, func(f *fixture) { f.two(); later(f) }, false},
 		{"too few new nodes", format.CheckSpec{Kind: "newNodes", Min: 3}, func(f *fixture) { f.two() }, false},
@@ -341,33 +344,6 @@ func checkCases() []checkCase {
 			f.event(s, s.UID, "EnsuringLoadBalancer", "")
 		}, false},
 
-		{"clusterip answers", format.CheckSpec{Kind: "serviceAnswers", Name: "web", Via: "clusterip"}, func(f *fixture) {
-			f.svc("web")
-			f.dp.do = func(r dataplane.Request, _ int) dataplane.Trace {
-				if r.IP != "10.96.0.10" || r.Port != 80 {
-					return dataplane.Trace{Status: 502}
-				}
-				return okTrace("web-1", "n1")
-			}
-		}, true},
-		{"nodeport does not answer", format.CheckSpec{Kind: "serviceAnswers", Name: "web", Via: "nodeport"}, func(f *fixture) {
-			f.two()
-			f.svc("web")
-			f.dp.do = func(dataplane.Request, int) dataplane.Trace {
-				return dataplane.Trace{Status: 503, Error: "no endpoints"}
-			}
-		}, false},
-		{"nodeport answers", format.CheckSpec{Kind: "serviceAnswers", Name: "web", Via: "nodeport"}, func(f *fixture) {
-			f.two()
-			f.svc("web")
-			f.dp.do = func(r dataplane.Request, _ int) dataplane.Trace {
-				if r.Port != 30080 || r.Node == "" {
-					return dataplane.Trace{Status: 502}
-				}
-				return okTrace("web-1", r.Node)
-			}
-		}, true},
-
 		{"flow stuck", format.CheckSpec{Kind: "serviceFlow", Name: "web", Reason: flow.ReasonNoServiceController}, func(f *fixture) {
 			f.flows["default/web"] = flow.ServiceFlow{Step: 1, Stuck: &flow.Stuck{Reason: flow.ReasonNoServiceController}}
 		}, true},
@@ -411,48 +387,6 @@ func checkCases() []checkCase {
 		{"instance targets on the wrong port", format.CheckSpec{Kind: "lbTargets", Name: "web", Mode: "instance"}, func(f *fixture) {
 			a, _ := f.two()
 			f.lb(f.svc("web"), cloud.TargetTypeInstance, 0, a.ID+":31999")
-		}, false},
-
-		{"extra hop with Cluster", format.CheckSpec{Kind: "extraHop", Name: "web", Policy: "Cluster"}, func(f *fixture) {
-			a, b := f.two()
-			f.lb(f.svc("web"), cloud.TargetTypeInstance, 0, a.ID+":30080", b.ID+":30080")
-			f.dp.do = func(_ dataplane.Request, i int) dataplane.Trace {
-				tr := okTrace("web-1", a.PrivateDNSName)
-				tr.Policy = dataplane.PolicyCluster
-				if i%2 == 0 {
-					tr.ExtraHop, tr.SourceIPSeenByPod = true, b.PrivateIP
-				}
-				return tr
-			}
-		}, true},
-		{"no extra hop with Cluster", format.CheckSpec{Kind: "extraHop", Name: "web", Policy: "Cluster"}, func(f *fixture) {
-			a, b := f.two()
-			f.lb(f.svc("web"), cloud.TargetTypeInstance, 0, a.ID+":30080", b.ID+":30080")
-			f.dp.do = func(dataplane.Request, int) dataplane.Trace { return okTrace("web-1", a.PrivateDNSName) }
-		}, false},
-		{"Local keeps the client IP", format.CheckSpec{Kind: "extraHop", Name: "web", Policy: "Local"}, func(f *fixture) {
-			a, b := f.two()
-			f.lb(f.svc("web", local), cloud.TargetTypeInstance, 32000, a.ID+":30080", b.ID+":30080")
-			f.dp.do = func(_ dataplane.Request, i int) dataplane.Trace {
-				if i%2 == 0 {
-					return dataplane.Trace{Status: 504, Error: "dropped"}
-				}
-				return okTrace("web-1", a.PrivateDNSName)
-			}
-		}, true},
-		{"Local wanted, Cluster set", format.CheckSpec{Kind: "extraHop", Name: "web", Policy: "Local"}, func(f *fixture) {
-			a, _ := f.two()
-			f.lb(f.svc("web"), cloud.TargetTypeInstance, 0, a.ID+":30080")
-			f.dp.do = func(dataplane.Request, int) dataplane.Trace { return okTrace("web-1", a.PrivateDNSName) }
-		}, false},
-		{"Local but SNAT seen", format.CheckSpec{Kind: "extraHop", Name: "web", Policy: "Local"}, func(f *fixture) {
-			a, b := f.two()
-			f.lb(f.svc("web", local), cloud.TargetTypeInstance, 32000, a.ID+":30080")
-			f.dp.do = func(dataplane.Request, int) dataplane.Trace {
-				tr := okTrace("web-1", a.PrivateDNSName)
-				tr.SourceIPSeenByPod = b.PrivateIP
-				return tr
-			}
 		}, false},
 
 		{"health follows pods", format.CheckSpec{Kind: "healthChecksFollowPods", Name: "web"}, func(f *fixture) {
@@ -555,7 +489,7 @@ func checkCases() []checkCase {
 			a, _ := f.two()
 			f.terminate(a)
 		}, false},
-	}
+	}...)
 }
 
 func TestCheckKinds(t *testing.T) {

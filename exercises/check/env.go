@@ -1,7 +1,6 @@
 package check
 
 import (
-	"context"
 	"errors"
 
 	"k8s.io/client-go/kubernetes"
@@ -9,6 +8,7 @@ import (
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
 	"github.com/ccmlab/ccmlab/lab/flow"
+	"github.com/ccmlab/ccmlab/lab/history"
 	"github.com/ccmlab/ccmlab/lab/profile"
 )
 
@@ -20,11 +20,11 @@ type Controllers interface {
 	Disable(name string) error
 }
 
-// Dataplane sends requests through the lab's network (*dataplane.Dataplane
-// satisfies it). Checks that prove traffic flows send their own requests,
-// which show up on the page like any other.
+// Dataplane is the lab's network (*dataplane.Dataplane satisfies it).
+// Checks never send requests (a check that did would count its own
+// traffic): they read the traces of the requests students sent, which
+// the history keeps with their origin.
 type Dataplane interface {
-	Do(ctx context.Context, r dataplane.Request) (dataplane.Trace, error)
 	Traces() []dataplane.Trace
 }
 
@@ -43,6 +43,9 @@ type Env struct {
 	Controllers Controllers
 	Dataplane   Dataplane
 	Profile     profile.Profile
+	// History is what happened, with who did it: the evidence kinds read
+	// it from Input.Since on.
+	History *history.Recorder
 }
 
 // Validate says which required fields are missing.
@@ -62,6 +65,9 @@ func (e Env) Validate() error {
 	}
 	if e.Dataplane == nil {
 		errs = append(errs, errors.New("Env.Dataplane is required"))
+	}
+	if e.History == nil {
+		errs = append(errs, errors.New("Env.History is required"))
 	}
 	if e.Profile.Name == "" {
 		errs = append(errs, errors.New("Env.Profile is required"))
