@@ -461,3 +461,26 @@ func targetIDs(lb cloud.LoadBalancer) []string {
 	slices.Sort(out)
 	return out
 }
+
+func TestProviderImplementedElsewhere(t *testing.T) {
+	ctx := context.Background()
+	prov, c := newProvider(t, "aws")
+	p := prov.For("service-controller")
+	svc := lbSvc("41111111-2222-3333-4444-555555555555", v1.ServicePort{Port: 80, NodePort: 30080, Protocol: v1.ProtocolTCP})
+	svc.Annotations = map[string]string{annotationLBType: "external"}
+	if _, err := p.EnsureLoadBalancer(ctx, "ccmlab", svc, nil); err != cloudprovider.ImplementedElsewhere {
+		t.Errorf("EnsureLoadBalancer: %v, want ImplementedElsewhere", err)
+	}
+	if err := p.UpdateLoadBalancer(ctx, "ccmlab", svc, nil); err != cloudprovider.ImplementedElsewhere {
+		t.Errorf("UpdateLoadBalancer: %v, want ImplementedElsewhere", err)
+	}
+	if _, exists, err := p.GetLoadBalancer(ctx, "ccmlab", svc); exists || err != nil {
+		t.Errorf("GetLoadBalancer = %v, %v", exists, err)
+	}
+	if err := p.EnsureLoadBalancerDeleted(ctx, "ccmlab", svc); err != nil {
+		t.Errorf("EnsureLoadBalancerDeleted: %v", err)
+	}
+	if n := len(c.Calls(0)); n != 0 {
+		t.Errorf("%d cloud calls for a Service the load balancer controller owns", n)
+	}
+}
