@@ -45,6 +45,9 @@ const ResetCaller = "exercise-reset"
 //     runs, no Node left for a terminated VM while the node-lifecycle
 //     controller runs.
 func (s *Service) Reset(ctx context.Context, id string) error {
+	if id == MysteryID {
+		return s.resetMystery(ctx, "")
+	}
 	ex, err := s.get(id)
 	if err != nil {
 		return err

@@ -122,6 +122,8 @@ type Detail struct {
 	CurrentStep string         `json:"currentStep"`
 	Steps       []StepView     `json:"steps"`
 	Quiz        []QuestionView `json:"quiz"`
+	// *MysteryView: mystery-pending's service and causes (mystery.go).
+	*MysteryView
 }
 
 // StepView is a step as the page shows it.
@@ -306,6 +308,13 @@ func (s *Service) Get(ctx context.Context, id, lang string) (Detail, error) {
 	}
 	for _, q := range ex.Quiz {
 		d.Quiz = append(d.Quiz, questionView(q, answers[q.ID], lang))
+	}
+	if id == MysteryID {
+		mv, err := s.Mystery(ctx, lang)
+		if err != nil {
+			return Detail{}, err
+		}
+		d.MysteryView = &mv
 	}
 	return d, nil
 }

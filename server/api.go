@@ -74,6 +74,7 @@ func (s *Server) routes() {
 	api(http.MethodPost, "/exercises/:id/check", s.checkExercise)
 	api(http.MethodPost, "/exercises/:id/reset", s.resetExercise)
 	api(http.MethodPost, "/exercises/:id/quiz/:q", s.answerQuiz)
+	api(http.MethodPost, "/exercises/:id/cause", s.nameCause)
 	api(http.MethodPost, "/console", s.runConsole)
 	s.echo.GET("/ws", s.websocket, s.needLab)
 	if s.cfg.Assets != nil {

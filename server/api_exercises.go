@@ -77,7 +77,11 @@ func (s *Server) resetExercise(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := ex.Reset(c.Request().Context(), c.Param("id")); err != nil {
+	opts, err := resetOptions(c)
+	if err != nil {
+		return err
+	}
+	if err := ex.ResetWith(c.Request().Context(), c.Param("id"), opts); err != nil {
 		return exerciseError(err)
 	}
 	s.publishExercise(c.Param("id"))
