@@ -429,3 +429,14 @@ func (s *Service) freshUninitializedNodes(ctx context.Context, n int) error {
 		return true, "", nil
 	})
 }
+
+// CauseNamed reports whether the student has named mystery-pending's cause
+// and whether that first answer was right (check.CauseNamer).
+func (s *Service) CauseNamed(ctx context.Context) (named, correct bool, err error) {
+	answers, err := s.cfg.Store.Answers(ctx, MysteryID)
+	if err != nil {
+		return false, false, err
+	}
+	a, ok := answers[rowNamedCause]
+	return ok && a.Attempts > 0, ok && a.Correct, nil
+}

@@ -90,6 +90,7 @@ func New(cfg Config) (*Service, error) {
 	for _, ex := range all {
 		s.byID[ex.ID] = ex
 	}
+	s.cfg.Env.Causes = s // mystery.go
 	return s, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"sort"
@@ -67,7 +68,7 @@ type checkKind struct {
 // is no package-level state.
 func checkKinds() map[string]checkKind {
 	nodesEnum := map[string][]string{"nodes": {"all", "new"}}
-	return map[string]checkKind{
+	kinds := map[string]checkKind{
 		"newNodes":               {[]string{"min"}, nil, evalNewNodes},
 		"nodesInitialized":       {[]string{"nodes"}, nodesEnum, evalNodesInitialized},
 		"nodeProviderID":         {[]string{"nodes"}, nodesEnum, evalNodeProviderID},
@@ -96,6 +97,8 @@ func checkKinds() map[string]checkKind {
 		"nodeNotReady":           {nil, nil, evalNodeNotReady},
 		"nodeDeleted":            {[]string{"nodes"}, nodesEnum, evalNodeDeleted},
 	}
+	maps.Copy(kinds, lifecycleKinds()) // checks_lifecycle.go
+	return kinds
 }
 
 // Kinds lists the check kinds, sorted.

@@ -34,8 +34,14 @@ type Flows interface {
 	NodeFlow(name string) (flow.NodeFlow, bool)
 }
 
+// CauseNamer says whether the student has named mystery-pending's cause
+// and whether that first answer was right (*exercises.Service satisfies it).
+type CauseNamer interface {
+	CauseNamed(ctx context.Context) (named, correct bool, err error)
+}
+
 // Env is the running lab a check is evaluated against. Every field is
-// required.
+// required but Causes.
 type Env struct {
 	Client      kubernetes.Interface
 	Cloud       *cloud.Cloud
@@ -43,6 +49,8 @@ type Env struct {
 	Controllers Controllers
 	Dataplane   Dataplane
 	Profile     profile.Profile
+	// Causes answers the check causeNamed; the exercises service sets it.
+	Causes CauseNamer
 }
 
 // Validate says which required fields are missing.

@@ -1,0 +1,357 @@
+package check
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	cloudproviderapi "k8s.io/cloud-provider/api"
+	servicehelper "k8s.io/cloud-provider/service/helpers"
+
+	"github.com/ccmlab/ccmlab/controllers"
+	"github.com/ccmlab/ccmlab/controllers/provider"
+	"github.com/ccmlab/ccmlab/exercises/format"
+	"github.com/ccmlab/ccmlab/internal/kube"
+	"github.com/ccmlab/ccmlab/lab/cloud"
+	"github.com/ccmlab/ccmlab/lab/dataplane"
+)
+
+// Checks of the lessons added for the rest of the chapter: a Service's
+// deletion and its finalizer, a stopped VM and the shutdown taint, rate
+// limits, which controller made which cloud call, and requests the
+// student sent. They read the lab and its call log and traces; none sends
+// a request or changes anything.
+
+// lifecycleKinds is this file's part of the kinds table.
+func lifecycleKinds() map[string]checkKind {
+	state := map[string][]string{"state": {"pending", "set"}}
+	return map[string]checkKind{
+		"serviceCleanupFinalizer": {[]string{"!name"}, nil, evalServiceCleanupFinalizer},
+		"serviceTerminating":      {[]string{"!name"}, nil, evalServiceTerminating},
+		"serviceGone":             {[]string{"!name"}, nil, evalServiceGone},
+		"instanceStopped":         {nil, nil, evalInstanceStopped},
+		"nodeShutdownTaint":       {nil, nil, evalNodeShutdownTaint},
+		"shutdownCleared":         {nil, nil, evalShutdownCleared},
+		"cloudCall":               {[]string{"!action", "!controller"}, map[string][]string{"action": cloud.Actions(), "controller": format.Switches()}, evalCloudCall},
+		"throttle":                {[]string{"!state"}, map[string][]string{"state": {"on", "off"}}, evalThrottle},
+		"throttledCalls":          {[]string{"min"}, nil, evalThrottledCalls},
+		"throttleRetried":         {nil, nil, evalThrottleRetried},
+		"servicesExternalIP":      {[]string{"!selector", "!state", "min"}, state, evalServicesExternalIP},
+		"requestAnswered":         {[]string{"!name", "!via"}, map[string][]string{"via": {dataplane.KindClusterIP, dataplane.KindNodePort, dataplane.KindLoadBalancer}}, evalRequestAnswered},
+		"causeNamed":              {nil, nil, evalCauseNamed},
+	}
+}
+
+// callsSince returns the finished cloud calls that started after t.
+func (e *evalCtx) callsSince(t time.Time) []cloud.Call {
+	var out []cloud.Call
+	for _, c := range e.env.Cloud.Calls(0) {
+		if c.State == cloud.CallDone && !c.Time.Before(t) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// ---- deletion and the finalizer ----
+
+func evalServiceCleanupFinalizer(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcome {
+	svc, o, ok := e.service(ctx, c.Name)
+	if !ok {
+		return o
+	}
+	if !slices.Contains(svc.Finalizers, servicehelper.LoadBalancerCleanupFinalizer) {
+		return failf("Service %s に %s の finalizer がありません (finalizers: %v)。", "Service %s has no %s finalizer (finalizers: %v).",
+			c.Name, servicehelper.LoadBalancerCleanupFinalizer, svc.Finalizers)
+	}
+	return passf("Service %s には %s の finalizer が付いています", "Service %s carries the %s finalizer", c.Name, servicehelper.LoadBalancerCleanupFinalizer)
+}
+
+func evalServiceTerminating(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcome {
+	svc, _, ok := e.service(ctx, c.Name)
+	if !ok {
+		return failf("Service %s がありません。削除の途中で止まっているはずの Service です (Service controller を止めてから削除しましたか?)。",
+			"Service %s is gone; it should be waiting halfway through its deletion (did you stop the Service controller before deleting it?).", c.Name)
+	}
+	if svc.DeletionTimestamp == nil {
+		return failf("Service %s はまだ削除されていません (deletionTimestamp がありません)。", "Service %s has not been deleted yet (no deletionTimestamp).", c.Name)
+	}
+	if !slices.Contains(svc.Finalizers, servicehelper.LoadBalancerCleanupFinalizer) {
+		return failf("Service %s に %s の finalizer がありません。", "Service %s has no %s finalizer.", c.Name, servicehelper.LoadBalancerCleanupFinalizer)
+	}
+	lb, o, ok := e.loadBalancer(svc)
+	if !ok {
+		return o
+	}
+	return passf("Service %s は Terminating のまま (finalizer %s)、ロードバランサー %s も残っています",
+		"Service %s is Terminating (finalizer %s) and load balancer %s is still there", c.Name, servicehelper.LoadBalancerCleanupFinalizer, lb.Name)
+}
+
+func evalServiceGone(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcome {
+	_, err := e.env.Client.CoreV1().Services(format.Namespace).Get(ctx, c.Name, metav1.GetOptions{})
+	if err == nil {
+		return failf("Service %s はまだあります。", "Service %s still exists.", c.Name)
+	}
+	if !apierrors.IsNotFound(err) {
+		return errOutcome(err)
+	}
+	tag := format.Namespace + "/" + c.Name
+	for _, lb := range e.env.Cloud.Snapshot().LoadBalancers {
+		if lb.Tags[provider.TagServiceName] == tag {
+			return failf("Service %s は消えましたが、ロードバランサー %s がクラウドに残っています。", "Service %s is gone but load balancer %s is still in the cloud.", c.Name, lb.Name)
+		}
+	}
+	caller := controllers.Caller("service")
+	for _, call := range e.callsSince(e.start) {
+		if call.Action == cloud.ActionDeleteLoadBalancer && call.Caller == caller && call.Error == "" {
+			return passf("%s がロードバランサーを削除し (コールログ #%d)、Service %s も消えました",
+				"the %s deleted the load balancer (call #%d) and Service %s is gone", caller, call.Seq, c.Name)
+		}
+	}
+	return failf("Service %s は消えましたが、%s による DeleteLoadBalancer がコールログにありません。", "Service %s is gone, but the call log has no DeleteLoadBalancer by the %s.", c.Name, caller)
+}
+
+// ---- a stopped VM ----
+
+// stoppedSince: instances a StopInstances call (by anyone) addressed since
+// the start, by ID.
+func (e *evalCtx) stoppedSince() []string {
+	var ids []string
+	for _, call := range e.callsSince(e.start) {
+		if call.Action == cloud.ActionStopInstances && call.Error == "" {
+			for _, r := range call.Resources {
+				if strings.HasPrefix(r, "i-") && !slices.Contains(ids, r) {
+					ids = append(ids, r)
+				}
+			}
+		}
+	}
+	return ids
+}
+
+func evalInstanceStopped(_ context.Context, e *evalCtx, _ format.CheckSpec) Outcome {
+	for _, id := range e.stoppedSince() {
+		if inst, ok := e.env.Cloud.LookupInstance(id); ok && inst.State == cloud.InstanceStopped {
+			return passf("インスタンス %s (%s) は停止しています", "instance %s (%s) is stopped", inst.ID, inst.PrivateDNSName)
+		}
+	}
+	return failf("演習を始めてから停止 (stop) したインスタンスがありません。クラウドパネルで VM を 1 台停止してください。",
+		"no instance has been stopped since the exercise started: stop a VM in the cloud panel.")
+}
+
+func hasShutdownTaint(n *corev1.Node) bool {
+	return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == cloudproviderapi.TaintNodeShutdown })
+}
+
+func evalNodeShutdownTaint(ctx context.Context, e *evalCtx, _ format.CheckSpec) Outcome {
+	ids := e.stoppedSince()
+	if len(ids) == 0 {
+		return failf("演習を始めてから停止したインスタンスがありません。", "no instance has been stopped since the exercise started.")
+	}
+	for _, id := range ids {
+		inst, ok := e.env.Cloud.LookupInstance(id)
+		if !ok || inst.State != cloud.InstanceStopped {
+			continue
+		}
+		node, err := e.env.Client.CoreV1().Nodes().Get(ctx, inst.PrivateDNSName, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return failf("停止した VM の Node %s が削除されています。", "the Node %s of the stopped VM has been deleted.", inst.PrivateDNSName)
+		}
+		if err != nil {
+			return errOutcome(err)
+		}
+		if !hasShutdownTaint(node) {
+			return failf("Node %s にはまだ %s の taint がありません (NotReady になってから付きます)。", "Node %s has no %s taint yet (it comes once the Node is NotReady).",
+				node.Name, cloudproviderapi.TaintNodeShutdown)
+		}
+		return passf("停止した VM の Node %s は残ったまま %s の taint が付いています", "Node %s of the stopped VM is still there and carries the %s taint",
+			node.Name, cloudproviderapi.TaintNodeShutdown)
+	}
+	return failf("停止したままのインスタンスがありません。", "no instance is stopped right now.")
+}
+
+func evalShutdownCleared(ctx context.Context, e *evalCtx, _ format.CheckSpec) Outcome {
+	ids := e.stoppedSince()
+	if len(ids) == 0 {
+		return failf("演習を始めてから停止したインスタンスがありません。", "no instance has been stopped since the exercise started.")
+	}
+	started := false
+	for _, call := range e.callsSince(e.start) {
+		if call.Action == cloud.ActionStartInstances && call.Error == "" && slices.ContainsFunc(call.Resources, func(r string) bool { return slices.Contains(ids, r) }) {
+			started = true
+		}
+	}
+	if !started {
+		return failf("停止した VM をまだ起動 (start) していません。", "the stopped VM has not been started again.")
+	}
+	for _, id := range ids {
+		inst, ok := e.env.Cloud.LookupInstance(id)
+		if !ok || inst.State != cloud.InstanceRunning {
+			return failf("インスタンス %s はまだ running ではありません。", "instance %s is not running yet.", id)
+		}
+		node, err := e.env.Client.CoreV1().Nodes().Get(ctx, inst.PrivateDNSName, metav1.GetOptions{})
+		if err != nil {
+			return errOutcome(err)
+		}
+		if !kube.NodeReady(node) {
+			return failf("Node %s はまだ Ready ではありません。", "Node %s is not Ready yet.", node.Name)
+		}
+		if hasShutdownTaint(node) {
+			return failf("Node %s にはまだ %s の taint があります。", "Node %s still carries the %s taint.", node.Name, cloudproviderapi.TaintNodeShutdown)
+		}
+	}
+	return passf("VM は動いていて、Node は Ready、shutdown の taint は外れています", "the VM runs again, its Node is Ready and the shutdown taint is gone")
+}
+
+// ---- who called the cloud ----
+
+func evalCloudCall(_ context.Context, e *evalCtx, c format.CheckSpec) Outcome {
+	caller := controllers.Caller(c.Controller)
+	for _, call := range e.callsSince(e.start) {
+		if call.Action == c.Action && call.Caller == caller {
+			return passf("コールログ #%d: %s が %s を呼びました (%s)", "call #%d: the %s called %s (%s)", call.Seq, caller, call.Action, call.Request)
+		}
+	}
+	return failf("演習を始めてから、%s による %s の呼び出しがコールログにありません。", "the call log has no %[2]s by the %[1]s since the exercise started.", caller, c.Action)
+}
+
+// ---- rate limits ----
+
+func evalThrottle(_ context.Context, e *evalCtx, c format.CheckSpec) Outcome {
+	f := e.env.Cloud.Faults()
+	on := f.QPS > 0
+	if want := c.State == "on"; on != want {
+		if on {
+			return failf("クラウド API はまだ絞られています (qps %g, burst %d)。", "the cloud API is still throttled (qps %g, burst %d).", f.QPS, f.Burst)
+		}
+		return failf("クラウド API のレート制限がありません (qps 0 = 無制限)。", "the cloud API has no rate limit (qps 0 = unlimited).")
+	}
+	if on {
+		return passf("クラウド API は qps %g, burst %d に絞られています", "the cloud API is limited to qps %g, burst %d", f.QPS, f.Burst)
+	}
+	return passf("クラウド API のレート制限はありません", "the cloud API has no rate limit")
+}
+
+func (e *evalCtx) throttled() []cloud.Call {
+	caller := controllers.Caller("service")
+	var out []cloud.Call
+	for _, call := range e.callsSince(e.start) {
+		if call.ErrorCode == cloud.ErrThrottling && call.Caller == caller {
+			out = append(out, call)
+		}
+	}
+	return out
+}
+
+func evalThrottledCalls(_ context.Context, e *evalCtx, c format.CheckSpec) Outcome {
+	n := len(e.throttled())
+	if min := max(c.Min, 1); n < min {
+		return failf("Service controller の呼び出しで Throttling になったものは %d 件です (%d 件以上のはず)。", "%d of the Service controller's calls were throttled (want at least %d).", n, min)
+	}
+	return passf("Service controller の呼び出しのうち %d 件が Throttling で失敗しました", "%d of the Service controller's calls failed with Throttling", n)
+}
+
+// retryGap is the least gap between a throttled call and the retry that
+// counts as a backoff: the Service controller's first retry delay is 5 s.
+const retryGap = 4 * time.Second
+
+func evalThrottleRetried(_ context.Context, e *evalCtx, _ format.CheckSpec) Outcome {
+	caller := controllers.Caller("service")
+	calls := e.callsSince(e.start)
+	for i, t := range calls {
+		if t.ErrorCode != cloud.ErrThrottling || t.Caller != caller || len(t.Resources) == 0 {
+			continue
+		}
+		for _, r := range calls[i+1:] {
+			if r.Caller == caller && r.Action == t.Action && slices.Equal(r.Resources, t.Resources) && r.Time.Sub(t.Time) >= retryGap {
+				return passf("#%d の %s は Throttling で失敗し、%s 後の #%d で再試行されました", "call #%d (%s) was throttled and retried %s later as #%d",
+					t.Seq, t.Action, r.Time.Sub(t.Time).Round(100*time.Millisecond), r.Seq)
+			}
+		}
+	}
+	return failf("Throttling で失敗した呼び出しの再試行 (同じ相手への同じ呼び出し、%s 以上あと) がまだコールログにありません。",
+		"the call log shows no retry yet of a throttled call (the same call on the same resource, at least %s later).", retryGap)
+}
+
+func evalServicesExternalIP(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcome {
+	sel, err := labels.Parse(c.Selector)
+	if err != nil {
+		return errOutcome(err)
+	}
+	l, err := e.env.Client.CoreV1().Services(format.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+	if err != nil {
+		return errOutcome(err)
+	}
+	var lbs []corev1.Service
+	for _, s := range l.Items {
+		if s.Spec.Type == corev1.ServiceTypeLoadBalancer {
+			lbs = append(lbs, s)
+		}
+	}
+	if min := max(c.Min, 1); len(lbs) < min {
+		return failf("%s に合う LoadBalancer の Service は %d 個です (%d 個以上のはず)。", "%d LoadBalancer Services match %s (want at least %d).", len(lbs), c.Selector, min)
+	}
+	var waiting []string
+	for _, s := range lbs {
+		if set := ingressOf(&s) != ""; set != (c.State == "set") {
+			waiting = append(waiting, s.Name)
+		}
+	}
+	if len(waiting) > 0 {
+		if c.State == "set" {
+			return failf("まだ EXTERNAL-IP の無い Service: %s", "Services still without an EXTERNAL-IP: %s", strings.Join(waiting, ", "))
+		}
+		return failf("もう EXTERNAL-IP のある Service: %s", "Services that already have an EXTERNAL-IP: %s", strings.Join(waiting, ", "))
+	}
+	if c.State == "set" {
+		return passf("%d 個の Service すべてに EXTERNAL-IP があります", "all %d Services have an EXTERNAL-IP", len(lbs))
+	}
+	return passf("%d 個の Service すべてが <pending> です", "all %d Services are <pending>", len(lbs))
+}
+
+// ---- requests the student sent ----
+
+func evalRequestAnswered(_ context.Context, e *evalCtx, c format.CheckSpec) Outcome {
+	key := format.Namespace + "/" + c.Name
+	var last *dataplane.Trace
+	traces := e.env.Dataplane.Traces()
+	for i := range traces {
+		tr := &traces[i]
+		if tr.Service != key || tr.Kind != c.Via || tr.Time.Before(e.start) {
+			continue
+		}
+		if tr.Status == 200 {
+			return passf("あなたが送ったリクエスト (%s 経由) に %s が答えました", "a request you sent (via %s) was answered by %s", c.Via, tr.Pod)
+		}
+		last = tr
+	}
+	if last != nil {
+		return failText("%s 経由で送ったリクエストは失敗しました: %s", "the request you sent via %s failed: %s", summarize(*last), c.Via)
+	}
+	return failf("演習を始めてから、Service %s に %s 経由で送られたリクエストがありません。画面の「リクエスト送信」か curl で送ってください (チェックは自分では送りません)。",
+		"no request has been sent to Service %s via %s since the exercise started: send one with the page's \"send request\" or curl (the check never sends one itself).", c.Name, c.Via)
+}
+
+// ---- diagnosis ----
+
+func evalCauseNamed(ctx context.Context, e *evalCtx, _ format.CheckSpec) Outcome {
+	if e.env.Causes == nil {
+		return failf("このラボでは原因を答えられません。", "this lab cannot take a diagnosis.")
+	}
+	named, correct, err := e.env.Causes.CauseNamed(ctx)
+	if err != nil {
+		return errOutcome(err)
+	}
+	switch {
+	case !named:
+		return failf("まだ原因を答えていません。", "no cause has been named yet.")
+	case correct:
+		return passf("1 回目の答えで原因を言い当てました", "your first answer named the cause")
+	}
+	return passf("答えを記録しました (1 回目の答えは外れでした。本当の原因は説明を読んでください)", "your answer is recorded (the first answer missed; the explanation tells the real cause)")
+}
