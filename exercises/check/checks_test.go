@@ -42,8 +42,9 @@ func (f fakeControllers) Enable(n string) error  { f[n] = true; return nil }
 func (f fakeControllers) Disable(n string) error { f[n] = false; return nil }
 
 type fakeDataplane struct {
-	do func(r dataplane.Request, i int) dataplane.Trace
-	n  int
+	do     func(r dataplane.Request, i int) dataplane.Trace
+	n      int
+	traces []dataplane.Trace // what Traces returns (requests a student sent)
 }
 
 func (d *fakeDataplane) Do(_ context.Context, r dataplane.Request) (dataplane.Trace, error) {
@@ -55,7 +56,7 @@ func (d *fakeDataplane) Do(_ context.Context, r dataplane.Request) (dataplane.Tr
 	tr.ID = fmt.Sprint(d.n)
 	return tr, nil
 }
-func (d *fakeDataplane) Traces() []dataplane.Trace { return nil }
+func (d *fakeDataplane) Traces() []dataplane.Trace { return d.traces }
 
 type fakeFlows map[string]flow.ServiceFlow
 
@@ -63,14 +64,15 @@ func (f fakeFlows) ServiceFlow(key string) (flow.ServiceFlow, bool) { s, ok := f
 func (f fakeFlows) NodeFlow(string) (flow.NodeFlow, bool)           { return flow.NodeFlow{}, false }
 
 type fixture struct {
-	t     *testing.T
-	ctx   context.Context
-	cloud *cloud.Cloud
-	objs  []runtime.Object
-	ctrl  fakeControllers
-	dp    *fakeDataplane
-	flows fakeFlows
-	start time.Time
+	t      *testing.T
+	ctx    context.Context
+	cloud  *cloud.Cloud
+	objs   []runtime.Object
+	ctrl   fakeControllers
+	dp     *fakeDataplane
+	flows  fakeFlows
+	start  time.Time
+	causes CauseNamer
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -84,7 +86,7 @@ func newFixture(t *testing.T) *fixture {
 
 func (f *fixture) env() Env {
 	p, _ := profile.Get("aws")
-	return Env{Client: fake.NewClientset(f.objs...), Cloud: f.cloud, Flow: f.flows, Controllers: f.ctrl, Dataplane: f.dp, Profile: p}
+	return Env{Client: fake.NewClientset(f.objs...), Cloud: f.cloud, Flow: f.flows, Controllers: f.ctrl, Dataplane: f.dp, Profile: p, Causes: f.causes}
 }
 
 func (f *fixture) eval(c format.CheckSpec) Outcome {
@@ -560,7 +562,7 @@ func checkCases() []checkCase {
 
 func TestCheckKinds(t *testing.T) {
 	passes, fails := map[string]bool{}, map[string]bool{}
-	for _, tc := range checkCases() {
+	for _, tc := range append(checkCases(), lifecycleCases()...) {
 		t.Run(tc.spec.Kind+"/"+tc.name, func(t *testing.T) {
 			f := newFixture(t)
 			tc.setup(f)
