@@ -304,12 +304,15 @@ func (a *App) build(ctx, gctx context.Context, g *errgroup.Group, cl cluster, l 
 		return err
 	}
 	ex, err := exercises.New(exercises.Config{
-		Env:   check.Env{Client: s.Client, Cloud: s.Cloud, Flow: s.Observer, Controllers: s.Manager, Dataplane: s.Dataplane, Profile: a.cfg.Profile},
+		Env:   check.Env{Client: s.Client, Cloud: s.Cloud, Flow: s.Observer, Controllers: s.Manager, Dataplane: s.Dataplane, Profile: a.cfg.Profile, History: s.History},
 		Store: l.store, Nodes: a.cfg.Nodes, Logger: a.cfg.Logger.With("component", "exercises"),
+		// A step passed by the automatic check turns green on the page.
+		OnProgress: func(id string) { pub.publish(stream.Exercise{Exercise: id}) },
 	})
 	if err != nil {
 		return err
 	}
+	sim.Go(gctx, g, "exercise checks", ex.Run)
 	con, err := console.New(console.Config{DataDir: a.dataDir})
 	if err != nil {
 		return err

@@ -125,6 +125,12 @@ func waitFor(ch <-chan struct{}, timeout time.Duration) bool {
 	}
 }
 
+// FieldManager is how the apiserver names every CCM controller's writes in
+// metadata.managedFields: the user agent up to its first "/". Upstream
+// does the same (all of a cloud-controller-manager's controllers write as
+// "cloud-controller-manager"); the controller's name follows the "/".
+const FieldManager = "ccmlab-cloud-controller-manager"
+
 // clientFor builds the instance's own client, its requests passing through
 // g; unlimited skips the client-side rate limit. Without a RestConfig the
 // shared Client is used and only cloud calls are gated.
@@ -133,7 +139,7 @@ func (m *Manager) clientFor(name string, g *gate, unlimited bool) (kubernetes.In
 		return m.cfg.Client, nil
 	}
 	rc := rest.CopyConfig(m.cfg.RestConfig)
-	rc.UserAgent = "ccmlab-cloud-controller-manager/" + name
+	rc.UserAgent = FieldManager + "/" + name
 	if rc.QPS == 0 {
 		rc.QPS = m.cfg.Tuning.ClientQPS
 	}

@@ -71,7 +71,7 @@ func startWorld() (*world, error) {
 		return nil, err
 	}
 	w.svc, err = New(Config{
-		Env:   check.Env{Client: lab.Client, Cloud: lab.Cloud, Flow: w.obs, Controllers: w.manager, Dataplane: w.dp, Profile: p},
+		Env:   check.Env{Client: lab.Client, Cloud: lab.Cloud, Flow: w.obs, Controllers: w.manager, Dataplane: w.dp, Profile: p, History: lab.History},
 		Store: w.store, Nodes: worldNodes, SettleTimeout: 90 * time.Second,
 	})
 	return w, err

@@ -49,6 +49,9 @@ const (
 const (
 	rowHiddenCause = "hidden-cause"
 	rowNamedCause  = "named-cause"
+	// hiddenKey is the progress store's exercise key of the hidden cause,
+	// apart from the exercise's own progress.
+	hiddenKey = MysteryID + "/hidden"
 )
 
 // mysteryThrottleQPS leaves the whole cloud API one call per 100 s: every
@@ -106,27 +109,6 @@ func causeIndex(id string) int {
 	return slices.IndexFunc(causes(), func(c cause) bool { return c.id == id })
 }
 
-// ResetOptions are the optional body of POST /api/exercises/{id}/reset.
-type ResetOptions struct {
-	// Cause picks the hidden cause of mystery-pending ("" = random). Other
-	// exercises take none.
-	Cause string `json:"cause,omitempty"`
-}
-
-// ResetWith is Reset with options; bad options change nothing.
-func (s *Service) ResetWith(ctx context.Context, id string, o ResetOptions) error {
-	if id == MysteryID {
-		return s.resetMystery(ctx, o.Cause)
-	}
-	if o.Cause != "" {
-		if _, err := s.get(id); err != nil {
-			return err
-		}
-		return fmt.Errorf("%w: exercise %s takes no cause (only %s does)", ErrBadInput, id, MysteryID)
-	}
-	return s.Reset(ctx, id)
-}
-
 // CauseView is a cause as the page lists it: never whether it is the one.
 type CauseView struct {
 	ID    string    `json:"id"`
@@ -166,13 +148,17 @@ func (s *Service) Mystery(ctx context.Context, lang string) (MysteryView, error)
 	if !ok || named.Attempts == 0 {
 		return v, nil
 	}
+	hiddenRows, err := s.cfg.Store.Answers(ctx, hiddenKey)
+	if err != nil {
+		return MysteryView{}, err
+	}
 	all := causes()
 	v.Named = true
 	if named.Choice >= 0 && named.Choice < len(all) {
 		v.Answer = all[named.Choice].id
 	}
 	v.Correct = ptr.To(named.Correct)
-	if hidden, ok := answers[rowHiddenCause]; ok && hidden.Choice >= 0 && hidden.Choice < len(all) {
+	if hidden, ok := hiddenRows[rowHiddenCause]; ok && hidden.Choice >= 0 && hidden.Choice < len(all) {
 		v.Cause = all[hidden.Choice].id
 		v.Why = all[hidden.Choice].why.In(i18n.Lang(lang))
 	}
@@ -201,7 +187,14 @@ func (s *Service) NameCause(ctx context.Context, id, causeID, lang string) (Myst
 	if err != nil {
 		return MysteryView{}, err
 	}
-	hidden, ok := answers[rowHiddenCause]
+	hiddenRows, err := s.cfg.Store.Answers(ctx, hiddenKey)
+	if err != nil {
+		return MysteryView{}, err
+	}
+	hidden, ok := hiddenRows[rowHiddenCause]
+	if _, started, err := s.cfg.Store.Started(ctx, MysteryID); err != nil || !started {
+		ok = false
+	}
 	if !ok {
 		return MysteryView{}, fmt.Errorf("%w: reset %s first: no cause is hidden yet", ErrUnavailable, MysteryID)
 	}
@@ -214,41 +207,28 @@ func (s *Service) NameCause(ctx context.Context, id, causeID, lang string) (Myst
 	return s.Mystery(ctx, lang)
 }
 
-// resetMystery sets up the challenge: a clean lab with the Deployment and
-// the Service, and one cause injected. An unknown cause changes nothing.
-func (s *Service) resetMystery(ctx context.Context, causeID string) error {
-	ex, err := s.get(MysteryID)
-	if err != nil {
-		return err
+// validateMysteryCause refuses an unknown cause before anything changes.
+func validateMysteryCause(causeID string) error {
+	if causeID != "" && causeIndex(causeID) < 0 {
+		return fmt.Errorf("%w: unknown cause %q (valid: %s)", ErrBadInput, causeID, strings.Join(CauseIDs(), ", "))
 	}
+	return nil
+}
+
+// plantMystery runs after the generic reset settled the lab (faults
+// cleared, Service and Deployment shop gone, switches at their defaults):
+// it picks the cause (random when none is given), plants it, creates the
+// Deployment and the Service, and returns once the symptom shows. Call
+// with mu.
+func (s *Service) plantMystery(ctx context.Context, causeID string) error {
+	env := s.cfg.Env
 	if causeID == "" {
 		ids := CauseIDs()
 		causeID = ids[rand.IntN(len(ids))]
 	}
 	idx := causeIndex(causeID)
 	if idx < 0 {
-		return fmt.Errorf("%w: unknown cause %q (valid: %s)", ErrBadInput, causeID, strings.Join(CauseIDs(), ", "))
-	}
-	if why := s.availability(ex); why != "" {
-		return fmt.Errorf("%w: %s", ErrUnavailable, why)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.SettleTimeout)
-	defer cancel()
-	env := s.cfg.Env
-
-	// A clean lab: no faults (the instructor's latency stays), default
-	// switches, no excluded node, no Service or Deployment from before.
-	if err := env.Cloud.SetFaults(cloud.Faults{Latency: env.Cloud.Faults().Latency}); err != nil {
-		return fmt.Errorf("clearing faults: %w", err)
-	}
-	if err := s.deleteObjects(ctx, ex.Setup.Delete); err != nil {
-		return err
-	}
-	want := s.desiredSwitches(&format.Exercise{})
-	if err := s.applySwitches(want); err != nil {
-		return err
+		return validateMysteryCause(causeID)
 	}
 	if err := s.updateNodes(ctx, func(n *corev1.Node) bool {
 		if _, ok := n.Labels[corev1.LabelNodeExcludeBalancers]; !ok {
@@ -259,22 +239,16 @@ func (s *Service) resetMystery(ctx context.Context, causeID string) error {
 	}); err != nil {
 		return fmt.Errorf("removing exclude labels: %w", err)
 	}
-	if err := s.ensureInstances(ctx, s.cfg.Nodes); err != nil {
-		return err
-	}
-	if err := s.waitFor(ctx, "the lab to settle", func() (bool, string, error) { return s.settled(ctx, s.cfg.Nodes, want) }); err != nil {
-		return err
-	}
-	if err := s.cfg.Store.Restart(ctx, MysteryID, s.cfg.Now()); err != nil {
-		return err
-	}
-	if _, err := s.cfg.Store.RecordAnswer(ctx, MysteryID, rowHiddenCause, idx, false, s.cfg.Now()); err != nil {
+	// The hidden cause lives under its own key: the reset clears the
+	// exercise's progress (and so the named cause) after this hook.
+	if _, err := s.cfg.Store.RecordAnswer(ctx, hiddenKey, rowHiddenCause, idx, false, s.cfg.Now()); err != nil {
 		return err
 	}
 
 	// The cause, before the Service exists, so the controllers meet the
 	// Service in the broken lab.
 	var class *string
+	var err error
 	switch causeID {
 	case CauseNoServiceController:
 		err = env.Controllers.Disable(profile.Service)
@@ -302,7 +276,7 @@ func (s *Service) resetMystery(ctx context.Context, causeID string) error {
 		err = s.freshUninitializedNodes(ctx, s.cfg.Nodes)
 	}
 	if err != nil {
-		return fmt.Errorf("injecting %s: %w", causeID, err)
+		return fmt.Errorf("planting %s: %w", causeID, err)
 	}
 	if err := s.createMysteryObjects(ctx, class); err != nil {
 		return err

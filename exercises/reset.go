@@ -43,13 +43,30 @@ const ResetCaller = "exercise-reset"
 //  7. Reset waits (up to Config.SettleTimeout) until the lab has settled:
 //     enough Ready nodes, no uninitialized taint while the Node controller
 //     runs, no Node left for a terminated VM while the node-lifecycle
-//     controller runs.
+//     controller runs;
+//  8. the classroom pace (Setup.Latency) is set, and a mark in the history
+//     says where the exercise's evidence starts.
+//
+// With Setup.FreshNodes every VM is replaced, after the Node controller is
+// switched off, by a new one whose Node nobody has initialized.
 func (s *Service) Reset(ctx context.Context, id string) error {
-	if id == MysteryID {
-		return s.resetMystery(ctx, "")
-	}
+	return s.ResetWith(ctx, id, ResetOptions{})
+}
+
+// ResetOptions is the optional body of POST /api/exercises/{id}/reset.
+type ResetOptions struct {
+	// Cause names the hidden cause of a diagnosis challenge; other
+	// exercises take none.
+	Cause string `json:"cause,omitempty"`
+}
+
+// ResetWith is Reset with options.
+func (s *Service) ResetWith(ctx context.Context, id string, opts ResetOptions) error {
 	ex, err := s.get(id)
 	if err != nil {
+		return err
+	}
+	if err := s.validateResetOptions(ex, opts); err != nil {
 		return err
 	}
 	if why := s.availability(ex); why != "" {
@@ -59,14 +76,24 @@ func (s *Service) Reset(ctx context.Context, id string) error {
 	defer s.mu.Unlock()
 	if len(ex.Steps) == 0 {
 		// A quiz: the lab is left alone, only the answers go.
-		return s.cfg.Store.Restart(ctx, id, s.cfg.Now())
+		if err := s.cfg.Store.Restart(ctx, id, s.cfg.Now()); err != nil {
+			return err
+		}
+		s.markStart(id)
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.SettleTimeout)
 	defer cancel()
 	env := s.cfg.Env
 
 	f := env.Cloud.Faults()
-	if err := env.Cloud.SetFaults(cloud.Faults{Latency: f.Latency}); err != nil {
+	latency := f.Latency
+	if s.pace != nil && latency.Duration == s.pace.set {
+		// The latency is still the one an earlier exercise set for its
+		// pace: put back what was there before it.
+		latency = cloud.Duration{Duration: s.pace.before}
+	}
+	if err := env.Cloud.SetFaults(cloud.Faults{Latency: latency}); err != nil {
 		return fmt.Errorf("clearing faults: %w", err)
 	}
 	if err := s.deleteObjects(ctx, ex.Setup.Delete); err != nil {
@@ -94,6 +121,11 @@ func (s *Service) Reset(ctx context.Context, id string) error {
 			return fmt.Errorf("uncordoning nodes: %w", err)
 		}
 	}
+	if ex.Setup.FreshNodes {
+		if err := s.freshNodes(ctx, nodes); err != nil {
+			return err
+		}
+	}
 	if ex.Setup.TaintNodes {
 		// Wait for the nodes just launched to register, so each gets the
 		// taint (they would carry it anyway: the Node controller is off).
@@ -110,10 +142,66 @@ func (s *Service) Reset(ctx context.Context, id string) error {
 			return fmt.Errorf("tainting nodes: %w", err)
 		}
 	}
+	if err := s.waitFor(ctx, "the lab to settle", func() (bool, string, error) { return s.settled(ctx, nodes, want, ex.Setup.FreshNodes) }); err != nil {
+		return err
+	}
+	if err := s.extraReset(ctx, ex, opts); err != nil {
+		return err
+	}
+	if d := ex.Setup.LatencyDuration(); d > 0 {
+		cur := env.Cloud.Faults()
+		before := cur.Latency.Duration
+		if s.pace != nil && before == s.pace.set {
+			before = s.pace.before
+		}
+		cur.Latency = cloud.Duration{Duration: d}
+		if err := env.Cloud.SetFaults(cur); err != nil {
+			return fmt.Errorf("setting the classroom pace: %w", err)
+		}
+		s.pace = &pace{set: d, before: before}
+	} else if s.pace != nil {
+		s.pace = nil
+	}
+	// Progress and the evidence start after everything the reset did, so
+	// nothing of the reset counts as the student's.
 	if err := s.cfg.Store.Restart(ctx, id, s.cfg.Now()); err != nil {
 		return err
 	}
-	return s.waitFor(ctx, "the lab to settle", func() (bool, string, error) { return s.settled(ctx, nodes, want) })
+	s.markStart(id)
+	return nil
+}
+
+// pace is the latency a reset set for an exercise's classroom pace, and
+// the one it replaced.
+type pace struct{ set, before time.Duration }
+
+// markStart records the exercise's start in the history. Call with mu.
+func (s *Service) markStart(id string) {
+	seq := s.cfg.Env.History.Mark("reset:" + id)
+	s.runs[id] = &run{startSeq: seq, since: seq}
+}
+
+// freshNodes replaces every running VM by a new one. The Node controller
+// is off (format requires it), so the new Nodes stay as their kubelets
+// registered them: tainted, no providerID, no cloud labels. The old Nodes
+// are deleted with their VMs.
+func (s *Service) freshNodes(ctx context.Context, n int) error {
+	old := runningInstances(s.cfg.Env.Cloud)
+	for range n {
+		if _, err := s.cfg.Env.Cloud.RunInstance(cloud.WithCaller(ctx, ResetCaller), cloud.RunInstanceInput{}); err != nil {
+			return fmt.Errorf("launching an instance: %w", err)
+		}
+	}
+	nodes := s.cfg.Env.Client.CoreV1().Nodes()
+	for _, inst := range old {
+		if _, err := s.cfg.Env.Cloud.TerminateInstance(cloud.WithCaller(ctx, ResetCaller), inst.ID); err != nil {
+			return fmt.Errorf("terminating %s: %w", inst.ID, err)
+		}
+		if err := nodes.Delete(ctx, inst.PrivateDNSName, metav1.DeleteOptions{}); ignoreNotFound(err) != nil {
+			return fmt.Errorf("deleting Node %s: %w", inst.PrivateDNSName, err)
+		}
+	}
+	return nil
 }
 
 // desiredSwitches: the exercise's switches, else the start-up defaults.
@@ -335,7 +423,7 @@ func (s *Service) enoughNodes(ctx context.Context, n int) (bool, string, error) 
 	return true, "", nil
 }
 
-func (s *Service) settled(ctx context.Context, n int, want map[string]bool) (bool, string, error) {
+func (s *Service) settled(ctx context.Context, n int, want map[string]bool, fresh bool) (bool, string, error) {
 	if ok, why, err := s.enoughNodes(ctx, n); !ok || err != nil {
 		return ok, why, err
 	}
@@ -344,6 +432,15 @@ func (s *Service) settled(ctx context.Context, n int, want map[string]bool) (boo
 		return false, "", err
 	}
 	for _, node := range l.Items {
+		if fresh {
+			inst, ok := s.cfg.Env.Cloud.LookupInstance(node.Name)
+			if !ok || inst.State != cloud.InstanceRunning {
+				return false, "node " + node.Name + " of a replaced VM is still there", nil
+			}
+			if node.Spec.ProviderID != "" || !kube.HasUninitializedTaint(&node) {
+				return false, "node " + node.Name + " was initialized", nil
+			}
+		}
 		if want[profile.Node] && kube.HasUninitializedTaint(&node) {
 			return false, "node " + node.Name + " is not initialized yet", nil
 		}

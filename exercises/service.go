@@ -14,6 +14,7 @@ import (
 	"github.com/ccmlab/ccmlab/exercises/format"
 	"github.com/ccmlab/ccmlab/exercises/progress"
 	"github.com/ccmlab/ccmlab/internal/i18n"
+	"github.com/ccmlab/ccmlab/lab/history"
 )
 
 // Errors the server maps to HTTP statuses.
@@ -27,6 +28,9 @@ var (
 	// ErrUnavailable: the exercise needs a profile, controller or add-on
 	// this lab does not have (409).
 	ErrUnavailable = errors.New("exercise not available in this lab")
+	// ErrNotCurrent: an answer for a step that is not the current one
+	// (locked behind an earlier step, or already passed) (409).
+	ErrNotCurrent = errors.New("not the current step")
 )
 
 // Config wires a Service to the lab.
@@ -43,6 +47,13 @@ type Config struct {
 	Logger        *slog.Logger
 	// Now is the clock progress is stamped with. Default time.Now.
 	Now func() time.Time
+	// OnProgress is told the id of an exercise whose progress changed
+	// without an API call: a step passed by the automatic check (Run).
+	// Optional; it must not block.
+	OnProgress func(id string)
+	// AutoCheckDelay is how long Run waits after the lab changed before
+	// checking (changes in that time are checked together). Default 300ms.
+	AutoCheckDelay time.Duration
 }
 
 // Service is the exercises as the server sees them. All methods are safe
@@ -54,6 +65,20 @@ type Service struct {
 	created   time.Time
 	console   func(string) bool // accepted by the console's policy
 	mu        sync.Mutex
+	// runs is, per exercise reset since the process started, where its
+	// history starts and where the current step's evidence starts. After
+	// a restart (the history starts empty) an exercise has none and every
+	// entry counts.
+	runs map[string]*run
+	// pace is the latency the last reset set for its classroom pace (nil
+	// when the last reset set none).
+	pace *pace
+}
+
+// run is one exercise's place in the history.
+type run struct {
+	startSeq uint64 // the reset's mark
+	since    uint64 // when the last step passed (startSeq before)
 }
 
 // New loads the embedded exercises and checks cfg.
@@ -76,6 +101,9 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.AutoCheckDelay <= 0 {
+		cfg.AutoCheckDelay = 300 * time.Millisecond
+	}
 	all, err := format.LoadAll()
 	if err != nil {
 		return nil, err
@@ -85,7 +113,7 @@ func New(cfg Config) (*Service, error) {
 	if err := check.ValidateAll(all); err != nil {
 		return nil, fmt.Errorf("exercises: %w", err)
 	}
-	s := &Service{cfg: cfg, exercises: all, byID: map[string]*format.Exercise{}, created: cfg.Now(),
+	s := &Service{cfg: cfg, exercises: all, byID: map[string]*format.Exercise{}, created: cfg.Now(), runs: map[string]*run{},
 		console: func(line string) bool { _, err := console.Parse(line); return err == nil }}
 	for _, ex := range all {
 		s.byID[ex.ID] = ex
@@ -96,10 +124,11 @@ func New(cfg Config) (*Service, error) {
 
 // Summary is one line of the exercise list.
 type Summary struct {
-	ID    string `json:"id"`
-	Order int    `json:"order"`
-	Title string `json:"title"`
-	Goal  string `json:"goal"`
+	ID      string `json:"id"`
+	Order   int    `json:"order"`
+	Title   string `json:"title"`
+	Goal    string `json:"goal"`
+	Minutes int    `json:"minutes"`
 	// Available is false when this lab lacks what the exercise needs;
 	// Unavailable then says what.
 	Available        bool   `json:"available"`
@@ -114,10 +143,15 @@ type Summary struct {
 // Detail is one exercise in one language with the student's progress.
 type Detail struct {
 	Summary
-	Setup     string    `json:"setup"`
-	Profiles  []string  `json:"profiles,omitempty"`
-	Requires  []string  `json:"requires,omitempty"`
-	StartedAt time.Time `json:"startedAt"`
+	Setup    string   `json:"setup"`
+	Profiles []string `json:"profiles,omitempty"`
+	Requires []string `json:"requires,omitempty"`
+	// Latency is the cloud latency the reset sets for classroom pace
+	// ("" when the exercise leaves it alone); CloudLatency is the latency
+	// now (the instructor may have changed it).
+	Latency      string    `json:"latency,omitempty"`
+	CloudLatency string    `json:"cloudLatency"`
+	StartedAt    time.Time `json:"startedAt"`
 	// CurrentStep is the id of the first step not passed ("" when all
 	// passed or there are none).
 	CurrentStep string         `json:"currentStep"`
@@ -143,6 +177,27 @@ type StepView struct {
 	Locked bool `json:"locked"`
 	// Explanation is shown once the step passed.
 	Explanation string `json:"explanation,omitempty"`
+	// Solution is what passes the step, commands and page actions; the
+	// page shows it once a hint was opened.
+	Solution []SolutionView `json:"solution"`
+	// Answer is set when the step asks the student to type a value.
+	Answer *AnswerView `json:"answer,omitempty"`
+}
+
+// SolutionView is one line of a step's solution: a command (Command, with
+// Console saying whether the lab's console runs it) or an action in words.
+type SolutionView struct {
+	Command string `json:"command,omitempty"`
+	Console bool   `json:"console,omitempty"`
+	Action  string `json:"action,omitempty"`
+}
+
+// AnswerView is a step's typed answer as the page shows it.
+type AnswerView struct {
+	Prompt   string `json:"prompt"`
+	Value    string `json:"value,omitempty"` // the last value typed
+	Correct  bool   `json:"correct"`
+	Attempts int    `json:"attempts"`
 }
 
 // CommandView is one command to try. Console says whether the lab's
@@ -216,7 +271,7 @@ func (s *Service) startOf(ctx context.Context, id string) (time.Time, error) {
 }
 
 func (s *Service) summary(ex *format.Exercise, lang string, steps map[string]progress.StepProgress, answers map[string]progress.Answer) Summary {
-	sum := Summary{ID: ex.ID, Order: ex.Order, Title: ex.Title.In(i18n.Lang(lang)), Goal: ex.Goal.In(i18n.Lang(lang)),
+	sum := Summary{ID: ex.ID, Order: ex.Order, Title: ex.Title.In(i18n.Lang(lang)), Goal: ex.Goal.In(i18n.Lang(lang)), Minutes: ex.Minutes,
 		Steps: len(ex.Steps), Questions: len(ex.Quiz)}
 	if why := s.availability(ex); why != "" {
 		sum.Unavailable = why
@@ -228,12 +283,19 @@ func (s *Service) summary(ex *format.Exercise, lang string, steps map[string]pro
 			sum.StepsPassed++
 		}
 	}
+	answered := 0
 	for _, q := range ex.Quiz {
-		if answers[q.ID].EverCorrect {
+		a := answers[q.ID]
+		if a.Attempts > 0 {
+			answered++
+		}
+		if a.Attempts > 0 && a.FirstCorrect {
 			sum.QuestionsCorrect++
 		}
 	}
-	sum.Done = sum.StepsPassed == sum.Steps && sum.QuestionsCorrect == sum.Questions
+	// A quiz counts the first answer: it is done once every question was
+	// answered, right or wrong; QuestionsCorrect is the score.
+	sum.Done = sum.StepsPassed == sum.Steps && answered == sum.Questions
 	return sum
 }
 
@@ -276,6 +338,10 @@ func (s *Service) Get(ctx context.Context, id, lang string) (Detail, error) {
 	if err != nil {
 		return Detail{}, err
 	}
+	typed, err := s.cfg.Store.StepAnswers(ctx, id)
+	if err != nil {
+		return Detail{}, err
+	}
 	start, err := s.startOf(ctx, id)
 	if err != nil {
 		return Detail{}, err
@@ -283,13 +349,25 @@ func (s *Service) Get(ctx context.Context, id, lang string) (Detail, error) {
 	d := Detail{
 		Summary: s.summary(ex, lang, steps, answers), Setup: ex.Setup.About.In(i18n.Lang(lang)),
 		Profiles: ex.Setup.Profiles, Requires: ex.Setup.Requires, StartedAt: start,
+		Latency: ex.Setup.Latency, CloudLatency: s.cfg.Env.Cloud.Faults().Latency.Duration.String(),
 		Steps: []StepView{}, Quiz: []QuestionView{},
 	}
 	locked := false
 	for _, st := range ex.Steps {
 		p := steps[st.ID]
 		v := StepView{ID: st.ID, Title: st.Title.In(i18n.Lang(lang)), Body: st.Body.In(i18n.Lang(lang)), Commands: []CommandView{}, Hints: []string{},
-			Passed: p.Passed(), PassedAt: p.PassedAt, Attempts: p.Attempts, Locked: locked}
+			Passed: p.Passed(), PassedAt: p.PassedAt, Attempts: p.Attempts, Locked: locked, Solution: []SolutionView{}}
+		for _, c := range st.Solution {
+			if c.Do != nil {
+				v.Solution = append(v.Solution, SolutionView{Action: c.Do.In(i18n.Lang(lang))})
+			} else {
+				v.Solution = append(v.Solution, SolutionView{Command: c.Cmd, Console: s.console(c.Cmd)})
+			}
+		}
+		if st.Answer != nil {
+			a := typed[st.ID]
+			v.Answer = &AnswerView{Prompt: st.Answer.Prompt.In(i18n.Lang(lang)), Value: a.Value, Correct: a.Correct, Attempts: a.Attempts}
+		}
 		for _, c := range st.Commands {
 			v.Commands = append(v.Commands, CommandView{Line: c, Console: s.console(c)})
 		}
@@ -320,15 +398,17 @@ func (s *Service) Get(ctx context.Context, id, lang string) (Detail, error) {
 	return d, nil
 }
 
+// questionView shows the first answer's choice and result (a quiz counts
+// the first try) and, once answered, every choice's reasoning.
 func questionView(q format.Question, a progress.Answer, lang string) QuestionView {
-	v := QuestionView{ID: q.ID, Question: q.Question.In(i18n.Lang(lang)), Answered: a.Attempts > 0, Correct: a.Correct, Attempts: a.Attempts}
+	v := QuestionView{ID: q.ID, Question: q.Question.In(i18n.Lang(lang)), Answered: a.Attempts > 0, Correct: a.Attempts > 0 && a.FirstCorrect, Attempts: a.Attempts}
 	if v.Answered {
-		c := a.Choice
+		c := a.FirstChoice
 		v.Choice = &c
 	}
-	for i, c := range q.Choices {
+	for _, c := range q.Choices {
 		cv := ChoiceView{Text: c.Text.In(i18n.Lang(lang))}
-		if a.EverCorrect || (v.Answered && i == a.Choice) {
+		if v.Answered {
 			cv.Why = c.Why.In(i18n.Lang(lang))
 			correct := c.Correct
 			cv.Correct = &correct
@@ -375,12 +455,21 @@ type CheckResult struct {
 	Detail string `json:"detail"`
 }
 
-// Check evaluates the exercise against the lab, in step order: steps that
-// passed before stay passed; the first step that has not is checked and,
-// if every check holds, recorded as passed, and the next one is checked in
-// turn; the steps after the first failing one are locked. Every check of
-// a checked step runs, so the report says everything that is missing.
+// Check evaluates the current step (the first that has not passed)
+// against the lab and its history: its evidence kinds look only at what
+// was recorded after the previous step passed (after the reset for the
+// first step), its state kinds at the lab as it is, and a step that asks
+// for a typed answer needs the right one. One step at a time: a step that
+// passes records the history's position as where the next step's
+// evidence starts, so one action never passes two steps. The steps after
+// the current one are locked. Every check of the current step runs, so
+// the report says everything that is missing.
 func (s *Service) Check(ctx context.Context, id, lang string) (CheckReport, error) {
+	return s.check(ctx, id, lang, false)
+}
+
+// check is Check; auto (the automatic check) records no failed attempt.
+func (s *Service) check(ctx context.Context, id, lang string, auto bool) (CheckReport, error) {
 	lang, err := normLang(lang)
 	if err != nil {
 		return CheckReport{}, err
@@ -398,50 +487,74 @@ func (s *Service) Check(ctx context.Context, id, lang string) (CheckReport, erro
 	if err != nil {
 		return CheckReport{}, err
 	}
+	typed, err := s.cfg.Store.StepAnswers(ctx, id)
+	if err != nil {
+		return CheckReport{}, err
+	}
 	start, err := s.startOf(ctx, id)
 	if err != nil {
 		return CheckReport{}, err
 	}
+	r := s.runOf(id)
 	rep := CheckReport{Exercise: id, Steps: []StepResult{}}
-	blocked := false
+	checked := false
 	for _, st := range ex.Steps {
 		p := steps[st.ID]
-		r := StepResult{ID: st.ID, Title: st.Title.In(i18n.Lang(lang)), PassedAt: p.PassedAt, Attempts: p.Attempts}
+		res := StepResult{ID: st.ID, Title: st.Title.In(i18n.Lang(lang)), PassedAt: p.PassedAt, Attempts: p.Attempts}
 		switch {
 		case p.Passed():
-			r.Status = StepPassed
-		case blocked:
-			r.Status = StepLocked
+			res.Status = StepPassed
+		case checked:
+			res.Status = StepLocked
 		default:
-			r.Checked = true
+			checked = true
+			res.Checked = true
+			// Where the next step's evidence will start: taken before
+			// reading, so nothing recorded during the check is lost.
+			mark := s.cfg.Env.History.Last()
+			in := check.Input{Start: start, StartSeq: r.startSeq, Since: r.since, Exercise: id, Step: st.ID}
 			pass := true
 			for _, c := range st.Checks {
-				o := check.Evaluate(ctx, s.cfg.Env, start, c)
+				o := check.EvaluateStep(ctx, s.cfg.Env, in, c)
 				pass = pass && o.Pass
-				r.Checks = append(r.Checks, CheckResult{Kind: c.Kind, Pass: o.Pass, Detail: o.Detail.In(i18n.Lang(lang))})
+				res.Checks = append(res.Checks, CheckResult{Kind: c.Kind, Pass: o.Pass, Detail: o.Detail.In(i18n.Lang(lang))})
+			}
+			if st.Answer != nil {
+				a := typed[st.ID]
+				ok := a.Correct
+				detail := i18n.Text{JA: "答えがまだ入力されていません。", EN: "no answer typed yet."}
+				switch {
+				case a.Correct:
+					detail = i18n.Textf("答え %s は正解です", "the answer %s is right", a.Value)
+				case a.Attempts > 0:
+					detail = i18n.Textf("答え %s はラボの値と一致しません", "the answer %s does not match the lab", a.Value)
+				}
+				pass = pass && ok
+				res.Checks = append(res.Checks, CheckResult{Kind: "answer", Pass: ok, Detail: detail.In(i18n.Lang(lang))})
 			}
 			if ctx.Err() != nil {
 				return CheckReport{}, ctx.Err()
 			}
-			p, err = s.cfg.Store.RecordAttempt(ctx, id, st.ID, pass, s.cfg.Now())
-			if err != nil {
-				return CheckReport{}, err
+			if pass || !auto {
+				p, err = s.cfg.Store.RecordAttempt(ctx, id, st.ID, pass, s.cfg.Now())
+				if err != nil {
+					return CheckReport{}, err
+				}
 			}
-			r.PassedAt, r.Attempts = p.PassedAt, p.Attempts
+			res.PassedAt, res.Attempts = p.PassedAt, p.Attempts
 			if pass {
-				r.Status = StepPassed
+				res.Status = StepPassed
+				r.since = mark
 			} else {
-				r.Status = StepFailed
-				blocked = true
-				rep.CurrentStep = st.ID
+				res.Status = StepFailed
 			}
 		}
-		if r.Status == StepPassed {
-			r.Explanation = st.Explanation.In(i18n.Lang(lang))
+		if res.Status == StepPassed {
+			res.Explanation = st.Explanation.In(i18n.Lang(lang))
 		} else if rep.CurrentStep == "" {
 			rep.CurrentStep = st.ID
 		}
-		rep.Steps = append(rep.Steps, r)
+		rep.Steps = append(rep.Steps, res)
 	}
 	answers, err := s.cfg.Store.Answers(ctx, id)
 	if err != nil {
@@ -449,11 +562,185 @@ func (s *Service) Check(ctx context.Context, id, lang string) (CheckReport, erro
 	}
 	rep.Done = rep.CurrentStep == ""
 	for _, q := range ex.Quiz {
-		if !answers[q.ID].EverCorrect {
+		if answers[q.ID].Attempts == 0 {
 			rep.Done = false
 		}
 	}
 	return rep, nil
+}
+
+// runOf returns the exercise's place in the history; an exercise not
+// reset since the process started reads the whole history. Call with mu.
+func (s *Service) runOf(id string) *run {
+	r, ok := s.runs[id]
+	if !ok {
+		r = &run{}
+		s.runs[id] = r
+	}
+	return r
+}
+
+// StepAnswerResult is the answer to a typed step answer.
+type StepAnswerResult struct {
+	Step    string `json:"step"`
+	Value   string `json:"value"`
+	Correct bool   `json:"correct"`
+	// Detail says what was compared, without giving the value away.
+	Detail   string `json:"detail"`
+	Attempts int    `json:"attempts"`
+	// Report is the check that follows a right answer (nil otherwise).
+	Report *CheckReport `json:"report,omitempty"`
+}
+
+// AnswerStep records the value a student typed for the current step and
+// compares it with the lab's. A right answer is kept, and the step is
+// checked at once.
+func (s *Service) AnswerStep(ctx context.Context, id, step, value, lang string) (StepAnswerResult, error) {
+	lang, err := normLang(lang)
+	if err != nil {
+		return StepAnswerResult{}, err
+	}
+	ex, err := s.get(id)
+	if err != nil {
+		return StepAnswerResult{}, err
+	}
+	i := slices.IndexFunc(ex.Steps, func(st format.Step) bool { return st.ID == step })
+	if i < 0 {
+		return StepAnswerResult{}, fmt.Errorf("%w: exercise %s has no step %q", ErrNotFound, id, step)
+	}
+	st := ex.Steps[i]
+	if st.Answer == nil {
+		return StepAnswerResult{}, fmt.Errorf("%w: step %s of %s asks for no answer", ErrBadInput, step, id)
+	}
+	value, err = check.NormalizeAnswer(value)
+	if err != nil {
+		return StepAnswerResult{}, fmt.Errorf("%w: %v", ErrBadInput, err)
+	}
+	if why := s.availability(ex); why != "" {
+		return StepAnswerResult{}, fmt.Errorf("%w: %s", ErrUnavailable, why)
+	}
+	s.mu.Lock()
+	steps, err := s.cfg.Store.Steps(ctx, id)
+	if err != nil {
+		s.mu.Unlock()
+		return StepAnswerResult{}, err
+	}
+	for _, before := range ex.Steps[:i] {
+		if !steps[before.ID].Passed() {
+			s.mu.Unlock()
+			return StepAnswerResult{}, fmt.Errorf("%w: step %s comes after %s, which has not passed", ErrNotCurrent, step, before.ID)
+		}
+	}
+	if steps[step].Passed() {
+		s.mu.Unlock()
+		return StepAnswerResult{}, fmt.Errorf("%w: step %s has passed already", ErrNotCurrent, step)
+	}
+	start, err := s.startOf(ctx, id)
+	if err != nil {
+		s.mu.Unlock()
+		return StepAnswerResult{}, err
+	}
+	r := s.runOf(id)
+	o := check.CheckAnswer(ctx, s.cfg.Env, check.Input{Start: start, StartSeq: r.startSeq, Since: r.since, Exercise: id, Step: step}, *st.Answer, value)
+	a, err := s.cfg.Store.RecordStepAnswer(ctx, id, step, value, o.Pass, s.cfg.Now())
+	s.mu.Unlock()
+	if err != nil {
+		return StepAnswerResult{}, err
+	}
+	s.cfg.Env.History.Record(history.Entry{Kind: history.KindAnswer, Answer: &history.Answer{Exercise: id, Step: step, Value: value, Correct: o.Pass}})
+	res := StepAnswerResult{Step: step, Value: value, Correct: o.Pass, Detail: o.Detail.In(i18n.Lang(lang)), Attempts: a.Attempts}
+	if o.Pass {
+		rep, err := s.Check(ctx, id, lang)
+		if err != nil {
+			return StepAnswerResult{}, err
+		}
+		res.Report = &rep
+	}
+	return res, nil
+}
+
+// Run checks, by itself, the exercises reset since the process started
+// and not done yet, a moment (Config.AutoCheckDelay) after the lab
+// changed, and every few seconds for what changes without an event
+// (health checks). A step that passed is told to Config.OnProgress. It
+// returns when ctx ends.
+func (s *Service) Run(ctx context.Context) error {
+	wake, stop := s.cfg.Env.History.Subscribe()
+	defer stop()
+	tick := time.NewTicker(3 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-wake:
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(s.cfg.AutoCheckDelay):
+			}
+			// What the check itself records (answers) must not wake it again
+			// for nothing: drain what arrived during the delay.
+			select {
+			case <-wake:
+			default:
+			}
+		case <-tick.C:
+		}
+		s.autoCheck(ctx)
+	}
+}
+
+// AutoCheck runs one round of the automatic check (tests call it to not
+// depend on timing).
+func (s *Service) AutoCheck(ctx context.Context) { s.autoCheck(ctx) }
+
+func (s *Service) autoCheck(ctx context.Context) {
+	s.mu.Lock()
+	var ids []string
+	for id := range s.runs {
+		ids = append(ids, id)
+	}
+	s.mu.Unlock()
+	slices.Sort(ids)
+	for _, id := range ids {
+		ex := s.byID[id]
+		if len(ex.Steps) == 0 || s.availability(ex) != "" {
+			continue
+		}
+		before, err := s.cfg.Store.Steps(ctx, id)
+		if err != nil {
+			s.cfg.Logger.Warn("automatic check", "exercise", id, "err", err)
+			continue
+		}
+		if passedAll(ex, before) {
+			continue
+		}
+		rep, err := s.check(ctx, id, format.LangEN, true)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.cfg.Logger.Warn("automatic check", "exercise", id, "err", err)
+			}
+			continue
+		}
+		for _, st := range rep.Steps {
+			if st.Checked && st.Status == StepPassed {
+				s.cfg.Logger.Info("step passed", "exercise", id, "step", st.ID)
+				if s.cfg.OnProgress != nil {
+					s.cfg.OnProgress(id)
+				}
+			}
+		}
+	}
+}
+
+func passedAll(ex *format.Exercise, steps map[string]progress.StepProgress) bool {
+	for _, st := range ex.Steps {
+		if !steps[st.ID].Passed() {
+			return false
+		}
+	}
+	return true
 }
 
 // AnswerResult is the answer to a quiz submission.

@@ -15,6 +15,7 @@ import (
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
 	"github.com/ccmlab/ccmlab/lab/flow"
+	"github.com/ccmlab/ccmlab/lab/history"
 	"github.com/ccmlab/ccmlab/lab/profile"
 )
 
@@ -50,7 +51,11 @@ func fakeEnv(t *testing.T, profileName string, ctrl fakeControllers) check.Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return check.Env{Client: fake.NewClientset(), Cloud: c, Flow: noFlows{}, Controllers: ctrl, Dataplane: noDataplane{}, Profile: p}
+	h, err := history.New(history.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return check.Env{Client: fake.NewClientset(), Cloud: c, Flow: noFlows{}, Controllers: ctrl, Dataplane: noDataplane{}, Profile: p, History: h}
 }
 
 func openStore(t *testing.T) *progress.Store {

@@ -20,7 +20,7 @@ func exerciseError(err error) error {
 		return echo.NewHTTPError(http.StatusNotFound, err.Error())
 	case errors.Is(err, exercises.ErrBadInput):
 		return echo.NewHTTPError(http.StatusBadRequest, err.Error())
-	case errors.Is(err, exercises.ErrUnavailable):
+	case errors.Is(err, exercises.ErrUnavailable), errors.Is(err, exercises.ErrNotCurrent):
 		return echo.NewHTTPError(http.StatusConflict, err.Error())
 	}
 	return err
@@ -77,9 +77,13 @@ func (s *Server) resetExercise(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	opts, err := resetOptions(c)
-	if err != nil {
-		return err
+	// The body is optional: {"cause": "..."} names a diagnosis
+	// challenge's hidden cause.
+	var opts exercises.ResetOptions
+	if c.Request().ContentLength != 0 {
+		if err := decode(c, &opts); err != nil {
+			return err
+		}
 	}
 	if err := ex.ResetWith(c.Request().Context(), c.Param("id"), opts); err != nil {
 		return exerciseError(err)
@@ -119,6 +123,31 @@ func (s *Server) answerQuiz(c echo.Context) error {
 		return badRequest(`body must say {"choice": <number, from 0>}`)
 	}
 	r, err := ex.Answer(c.Request().Context(), c.Param("id"), c.Param("q"), *req.Choice, lang(c))
+	if err != nil {
+		return exerciseError(err)
+	}
+	s.publishExercise(c.Param("id"))
+	return c.JSON(http.StatusOK, r)
+}
+
+type stepAnswerRequest struct {
+	Answer *string `json:"answer"`
+}
+
+// answerStep takes the value a student typed for a step that asks for one.
+func (s *Server) answerStep(c echo.Context) error {
+	ex, err := s.needExercises(c)
+	if err != nil {
+		return err
+	}
+	var req stepAnswerRequest
+	if err := decode(c, &req); err != nil {
+		return err
+	}
+	if req.Answer == nil {
+		return badRequest(`body must say {"answer": "<what you read in the lab>"}`)
+	}
+	r, err := ex.AnswerStep(c.Request().Context(), c.Param("id"), c.Param("step"), *req.Answer, lang(c))
 	if err != nil {
 		return exerciseError(err)
 	}

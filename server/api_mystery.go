@@ -1,34 +1,12 @@
 package server
 
 import (
-	"bytes"
-	"io"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/ccmlab/ccmlab/exercises"
 )
-
-// resetOptions reads the optional body of POST /api/exercises/{id}/reset:
-// none, or {"cause": "..."} for mystery-pending.
-func resetOptions(c echo.Context) (exercises.ResetOptions, error) {
-	var o exercises.ResetOptions
-	r := c.Request()
-	if r.Body == nil {
-		return o, nil
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), r.Body, maxBody))
-	if err != nil {
-		return o, badRequest("reading body: %v", err)
-	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		return o, nil
-	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	err = decode(c, &o)
-	return o, err
-}
 
 type causeRequest struct {
 	Cause string `json:"cause"`

@@ -15,6 +15,7 @@ import (
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
 	"github.com/ccmlab/ccmlab/lab/flow"
+	"github.com/ccmlab/ccmlab/lab/history"
 	"github.com/ccmlab/ccmlab/lab/kubelet"
 	"github.com/ccmlab/ccmlab/lab/profile"
 )
@@ -88,8 +89,12 @@ type Sim struct {
 	Manager   *controllers.Manager
 	Dataplane *dataplane.Dataplane
 	Observer  *flow.Observer
+	// History records what happens, with who did it, for the exercises'
+	// checks.
+	History *history.Recorder
 
-	cfg Config
+	follower *history.Follower
+	cfg      Config
 }
 
 // New builds the simulation: it opens (or restores) the cloud and launches
@@ -137,6 +142,9 @@ func New(ctx context.Context, cfg Config) (_ *Sim, err error) {
 	// NotReady.
 	kubeletCfg := rest.CopyConfig(cfg.RestConfig)
 	kubeletCfg.QPS = -1
+	// Field manager "kubelet", as a real kubelet's writes are named in
+	// metadata.managedFields.
+	kubeletCfg.UserAgent = "kubelet/ccmlab"
 	kubeletClient, err := kubernetes.NewForConfig(kubeletCfg)
 	if err != nil {
 		return nil, err
@@ -159,6 +167,13 @@ func New(ctx context.Context, cfg Config) (_ *Sim, err error) {
 	}); err != nil {
 		return nil, err
 	}
+	if s.History, err = history.New(history.Config{}); err != nil {
+		return nil, err
+	}
+	s.History.SetSwitches(s.Manager.Status())
+	if s.follower, err = history.NewFollower(s.History, history.Sources{Client: s.Client, Cloud: c, Dataplane: s.Dataplane}); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -176,6 +191,7 @@ func (s *Sim) Go(ctx context.Context, g *errgroup.Group) {
 		{"flow", s.Observer.Run},
 		{"controller switches", s.followSwitches},
 		{"traces", s.followTraces},
+		{"history", s.follower.Run},
 	} {
 		Go(ctx, g, p.name, p.run)
 	}
@@ -201,10 +217,11 @@ func (s *Sim) followSwitches(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case _, ok := <-ch:
+		case sc, ok := <-ch:
 			if !ok {
 				return nil
 			}
+			s.History.Record(history.Entry{Kind: history.KindSwitch, Switch: &history.Switch{Controller: sc.Controller, On: sc.Enabled}})
 			s.Observer.ControllersChanged()
 			if s.cfg.OnSwitch != nil {
 				s.cfg.OnSwitch(s.Manager.Status())
@@ -236,7 +253,7 @@ func (s *Sim) followTraces(ctx context.Context) error {
 // WaitForSync waits until the kubelets, the data plane and the observer
 // have their caches, so what they report reflects the cluster.
 func (s *Sim) WaitForSync(ctx context.Context) error {
-	for _, p := range []interface{ WaitForSync(context.Context) error }{s.Kubelets, s.Dataplane, s.Observer} {
+	for _, p := range []interface{ WaitForSync(context.Context) error }{s.Kubelets, s.Dataplane, s.Observer, s.follower} {
 		if err := p.WaitForSync(ctx); err != nil {
 			return err
 		}

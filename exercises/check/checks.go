@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"reflect"
 	"slices"
 	"sort"
@@ -25,6 +24,7 @@ import (
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
 	"github.com/ccmlab/ccmlab/lab/dataplane/tracetext"
+	"github.com/ccmlab/ccmlab/lab/history"
 )
 
 // Outcome is what one check found: whether it holds and, in both
@@ -47,11 +47,34 @@ func errOutcome(err error) Outcome {
 	return failf("ラボの状態を読めませんでした: %v", "could not read the lab's state: %v", err)
 }
 
-// evalCtx is what a check runs with: the lab and when the exercise
-// started (instances launched or terminated after it are "new").
+// Input is what a step's checks are evaluated with, besides the lab.
+type Input struct {
+	// Start is when the exercise was reset: instances launched or
+	// terminated after it are "new".
+	Start time.Time
+	// StartSeq is the history mark of the reset.
+	StartSeq uint64
+	// Since is the history Seq after which evidence counts: the Seq when
+	// the previous step passed (StartSeq for the first step).
+	Since uint64
+	// Exercise and Step name the step being checked.
+	Exercise, Step string
+}
+
+// evalCtx is what a check runs with: the lab, the exercise's start and the
+// history since the previous step passed.
 type evalCtx struct {
 	env   Env
 	start time.Time
+	in    Input
+	// hist is the history after in.Since, read once per evaluation;
+	// histErr says it is incomplete (the ring wrapped).
+	hist    []history.Entry
+	histErr error
+	// fromStart is the history after in.StartSeq, read when first needed.
+	fromStart    []history.Entry
+	fromStartErr error
+	readStart    bool
 }
 
 // checkKind is one named check: which parameters it takes and how it is
@@ -62,43 +85,52 @@ type checkKind struct {
 	// enum restricts parameter values.
 	enum map[string][]string
 	eval func(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcome
+	// evidence: the kind passes only on something recorded in the history
+	// after Input.Since (a step needs one such check, or an answer).
+	evidence bool
 }
 
 // checkKinds returns the table of kinds. It is built on each call so there
 // is no package-level state.
 func checkKinds() map[string]checkKind {
 	nodesEnum := map[string][]string{"nodes": {"all", "new"}}
-	kinds := map[string]checkKind{
-		"newNodes":               {[]string{"min"}, nil, evalNewNodes},
-		"nodesInitialized":       {[]string{"nodes"}, nodesEnum, evalNodesInitialized},
-		"nodeProviderID":         {[]string{"nodes"}, nodesEnum, evalNodeProviderID},
-		"nodeAddresses":          {[]string{"nodes"}, nodesEnum, evalNodeAddresses},
-		"nodeLabels":             {[]string{"nodes"}, nodesEnum, evalNodeLabels},
-		"nodeTainted":            {[]string{"nodes"}, nodesEnum, evalNodeTainted},
-		"nodesReady":             {[]string{"nodes"}, nodesEnum, evalNodesReady},
-		"podsPending":            {[]string{"!selector", "reason"}, nil, evalPodsPending},
-		"podsRunning":            {[]string{"!selector", "min"}, nil, evalPodsRunning},
-		"serviceExternalIP":      {[]string{"!name", "!state"}, map[string][]string{"state": {"pending", "set"}}, evalServiceExternalIP},
-		"serviceClass":           {[]string{"!name", "!class"}, nil, evalServiceClass},
-		"serviceEvents":          {[]string{"!name", "!reasons", "message"}, nil, evalServiceEvents},
-		"noControllerEvents":     {[]string{"!name"}, nil, evalNoControllerEvents},
-		"serviceAnswers":         {[]string{"!name", "!via"}, map[string][]string{"via": {dataplane.KindClusterIP, dataplane.KindNodePort, dataplane.KindLoadBalancer}}, evalServiceAnswers},
-		"serviceFlow":            {[]string{"!name", "step", "reason"}, nil, evalServiceFlow},
-		"controllerEnabled":      {[]string{"!controller", "!enabled"}, map[string][]string{"controller": format.Switches()}, evalControllerEnabled},
-		"cloudDeny":              {[]string{"!action", "!denied"}, map[string][]string{"action": cloud.Actions()}, evalCloudDeny},
-		"lbTargets":              {[]string{"!name", "!mode"}, map[string][]string{"mode": {"instance", "ip"}}, evalLBTargets},
-		"extraHop":               {[]string{"!name", "!policy"}, map[string][]string{"policy": {dataplane.PolicyCluster, dataplane.PolicyLocal}}, evalExtraHop},
-		"healthChecksFollowPods": {[]string{"!name"}, nil, evalHealthChecksFollowPods},
-		"unevenLoad":             {[]string{"!name"}, nil, evalUnevenLoad},
-		"routeForEveryNode":      {[]string{"nodes"}, nodesEnum, evalRouteForEveryNode},
-		"nodeWithoutRoute":       {[]string{"nodes"}, nodesEnum, evalNodeWithoutRoute},
-		"noStaleRoutes":          {nil, nil, evalNoStaleRoutes},
-		"instanceTerminated":     {[]string{"nodes"}, nodesEnum, evalInstanceTerminated},
-		"nodeNotReady":           {nil, nil, evalNodeNotReady},
-		"nodeDeleted":            {[]string{"nodes"}, nodesEnum, evalNodeDeleted},
+	m := map[string]checkKind{
+		"newNodes":               {[]string{"min"}, nil, evalNewNodes, false},
+		"nodesInitialized":       {[]string{"nodes"}, nodesEnum, evalNodesInitialized, false},
+		"nodeProviderID":         {[]string{"nodes"}, nodesEnum, evalNodeProviderID, false},
+		"nodeAddresses":          {[]string{"nodes"}, nodesEnum, evalNodeAddresses, false},
+		"nodeLabels":             {[]string{"nodes"}, nodesEnum, evalNodeLabels, false},
+		"nodeTainted":            {[]string{"nodes"}, nodesEnum, evalNodeTainted, false},
+		"nodesReady":             {[]string{"nodes"}, nodesEnum, evalNodesReady, false},
+		"podsPending":            {[]string{"!selector", "reason"}, nil, evalPodsPending, false},
+		"podsRunning":            {[]string{"!selector", "min"}, nil, evalPodsRunning, false},
+		"serviceExternalIP":      {[]string{"!name", "!state"}, map[string][]string{"state": {"pending", "set"}}, evalServiceExternalIP, false},
+		"serviceClass":           {[]string{"!name", "!class"}, nil, evalServiceClass, false},
+		"serviceEvents":          {[]string{"!name", "!reasons", "message"}, nil, evalServiceEvents, false},
+		"noControllerEvents":     {[]string{"!name"}, nil, evalNoControllerEvents, false},
+		"serviceAnswers":         {[]string{"!name", "!via"}, map[string][]string{"via": {dataplane.KindClusterIP, dataplane.KindNodePort, dataplane.KindLoadBalancer}}, evalServiceAnswers, false},
+		"serviceFlow":            {[]string{"!name", "step", "reason"}, nil, evalServiceFlow, false},
+		"controllerEnabled":      {[]string{"!controller", "!enabled"}, map[string][]string{"controller": format.Switches()}, evalControllerEnabled, false},
+		"cloudDeny":              {[]string{"!action", "!denied"}, map[string][]string{"action": cloud.Actions()}, evalCloudDeny, false},
+		"lbTargets":              {[]string{"!name", "!mode"}, map[string][]string{"mode": {"instance", "ip"}}, evalLBTargets, false},
+		"extraHop":               {[]string{"!name", "!policy"}, map[string][]string{"policy": {dataplane.PolicyCluster, dataplane.PolicyLocal}}, evalExtraHop, false},
+		"healthChecksFollowPods": {[]string{"!name"}, nil, evalHealthChecksFollowPods, false},
+		"unevenLoad":             {[]string{"!name"}, nil, evalUnevenLoad, false},
+		"routeForEveryNode":      {[]string{"nodes"}, nodesEnum, evalRouteForEveryNode, false},
+		"nodeWithoutRoute":       {[]string{"nodes"}, nodesEnum, evalNodeWithoutRoute, false},
+		"noStaleRoutes":          {nil, nil, evalNoStaleRoutes, false},
+		"instanceTerminated":     {[]string{"nodes"}, nodesEnum, evalInstanceTerminated, false},
+		"nodeNotReady":           {nil, nil, evalNodeNotReady, false},
+		"nodeDeleted":            {[]string{"nodes"}, nodesEnum, evalNodeDeleted, false},
 	}
-	maps.Copy(kinds, lifecycleKinds()) // checks_lifecycle.go
-	return kinds
+	for name, k := range evidenceKinds() {
+		k.evidence = true
+		m[name] = k
+	}
+	for name, k := range extraKinds() {
+		m[name] = k
+	}
+	return m
 }
 
 // Kinds lists the check kinds, sorted.
@@ -177,27 +209,80 @@ func Validate(c format.CheckSpec) error {
 	return errors.Join(errs...)
 }
 
-// Evaluate runs one check against the lab. since is when the exercise
-// started: instances launched or terminated after it count as "new". A
-// check that cannot read the lab fails.
+// Evaluate runs one check against the lab with the whole history as
+// evidence. since is when the exercise started: instances launched or
+// terminated after it count as "new". A check that cannot read the lab
+// fails.
 func Evaluate(ctx context.Context, env Env, since time.Time, c format.CheckSpec) Outcome {
-	return (&evalCtx{env: env, start: since}).evaluate(ctx, c)
+	return EvaluateStep(ctx, env, Input{Start: since}, c)
 }
 
-// ValidateAll validates every check spec of every exercise and says where
-// the bad ones are.
+// EvaluateStep runs one check of a step: evidence kinds look only at what
+// was recorded after in.Since.
+func EvaluateStep(ctx context.Context, env Env, in Input, c format.CheckSpec) Outcome {
+	return newEvalCtx(env, in).evaluate(ctx, c)
+}
+
+func newEvalCtx(env Env, in Input) *evalCtx {
+	e := &evalCtx{env: env, start: in.Start, in: in}
+	if env.History != nil {
+		e.hist, e.histErr = env.History.Since(in.Since)
+	}
+	return e
+}
+
+// sinceStart is the history after the exercise's reset.
+func (e *evalCtx) sinceStart() ([]history.Entry, error) {
+	if !e.readStart {
+		e.readStart = true
+		if e.env.History != nil {
+			e.fromStart, e.fromStartErr = e.env.History.Since(e.in.StartSeq)
+		}
+	}
+	return e.fromStart, e.fromStartErr
+}
+
+// IsEvidence says whether a kind reads the history after Input.Since.
+func IsEvidence(kind string) bool { return checkKinds()[kind].evidence }
+
+// ValidateAll validates every check spec and answer of every exercise and
+// says where the bad ones are. Every step must need fresh evidence: an
+// evidence kind among its checks, or an answer.
 func ValidateAll(exs []*format.Exercise) error {
 	var errs []error
 	for _, ex := range exs {
 		for _, st := range ex.Steps {
+			fresh := st.Answer != nil
 			for j, c := range st.Checks {
 				if err := Validate(c); err != nil {
 					errs = append(errs, fmt.Errorf("exercise %s, step %s, checks[%d]: %w", ex.ID, st.ID, j, err))
 				}
+				fresh = fresh || IsEvidence(c.Kind)
+			}
+			if st.Answer != nil {
+				if err := ValidateAnswer(*st.Answer); err != nil {
+					errs = append(errs, fmt.Errorf("exercise %s, step %s, answer: %w", ex.ID, st.ID, err))
+				}
+			}
+			if !fresh {
+				errs = append(errs, fmt.Errorf("exercise %s, step %s: no check reads the history (an evidence kind: %s) and no answer is asked, so the step could pass without the student doing it",
+					ex.ID, st.ID, strings.Join(EvidenceKinds(), ", ")))
 			}
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// EvidenceKinds lists the kinds that read the history, sorted.
+func EvidenceKinds() []string {
+	var out []string
+	for name, k := range checkKinds() {
+		if k.evidence {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 func (e *evalCtx) evaluate(ctx context.Context, c format.CheckSpec) Outcome {

@@ -18,7 +18,7 @@ import (
 	"github.com/ccmlab/ccmlab/exercises/format"
 	"github.com/ccmlab/ccmlab/internal/kube"
 	"github.com/ccmlab/ccmlab/lab/cloud"
-	"github.com/ccmlab/ccmlab/lab/dataplane"
+	"github.com/ccmlab/ccmlab/lab/history"
 )
 
 // Checks of the lessons added for the rest of the chapter: a Service's
@@ -27,32 +27,34 @@ import (
 // student sent. They read the lab and its call log and traces; none sends
 // a request or changes anything.
 
-// lifecycleKinds is this file's part of the kinds table.
+// lifecycleKinds is this file's part of the kinds table (checks_extra.go).
 func lifecycleKinds() map[string]checkKind {
 	state := map[string][]string{"state": {"pending", "set"}}
 	return map[string]checkKind{
-		"serviceCleanupFinalizer": {[]string{"!name"}, nil, evalServiceCleanupFinalizer},
-		"serviceTerminating":      {[]string{"!name"}, nil, evalServiceTerminating},
-		"serviceGone":             {[]string{"!name"}, nil, evalServiceGone},
-		"instanceStopped":         {nil, nil, evalInstanceStopped},
-		"nodeShutdownTaint":       {nil, nil, evalNodeShutdownTaint},
-		"shutdownCleared":         {nil, nil, evalShutdownCleared},
-		"cloudCall":               {[]string{"!action", "!controller"}, map[string][]string{"action": cloud.Actions(), "controller": format.Switches()}, evalCloudCall},
-		"throttle":                {[]string{"!state"}, map[string][]string{"state": {"on", "off"}}, evalThrottle},
-		"throttledCalls":          {[]string{"min"}, nil, evalThrottledCalls},
-		"throttleRetried":         {nil, nil, evalThrottleRetried},
-		"servicesExternalIP":      {[]string{"!selector", "!state", "min"}, state, evalServicesExternalIP},
-		"requestAnswered":         {[]string{"!name", "!via"}, map[string][]string{"via": {dataplane.KindClusterIP, dataplane.KindNodePort, dataplane.KindLoadBalancer}}, evalRequestAnswered},
-		"causeNamed":              {nil, nil, evalCauseNamed},
+		"serviceCleanupFinalizer": {params: []string{"!name"}, eval: evalServiceCleanupFinalizer},
+		"serviceTerminating":      {params: []string{"!name"}, eval: evalServiceTerminating},
+		"serviceGone":             {params: []string{"!name"}, eval: evalServiceGone, evidence: true},
+		"shutdownCleared":         {eval: evalShutdownCleared, evidence: true},
+		"throttle":                {params: []string{"!state"}, enum: map[string][]string{"state": {"on", "off"}}, eval: evalThrottle, evidence: true},
+		"throttleRetried":         {eval: evalThrottleRetried, evidence: true},
+		"servicesExternalIP":      {params: []string{"!selector", "!state", "min"}, enum: state, eval: evalServicesExternalIP},
+		"causeNamed":              {eval: evalCauseNamed, evidence: true},
 	}
 }
 
-// callsSince returns the finished cloud calls that started after t.
-func (e *evalCtx) callsSince(t time.Time) []cloud.Call {
-	var out []cloud.Call
-	for _, c := range e.env.Cloud.Calls(0) {
-		if c.State == cloud.CallDone && !c.Time.Before(t) {
-			out = append(out, c)
+// lifecycleAnswerKinds is this file's part of the answer kinds.
+func lifecycleAnswerKinds() map[string]answerKind {
+	return map[string]answerKind{
+		"ingressField": {name: true, values: answerIngressField},
+	}
+}
+
+// calls returns the cloud calls among entries.
+func calls(entries []history.Entry) []*cloud.Call {
+	var out []*cloud.Call
+	for _, en := range entries {
+		if en.Kind == history.KindCall && en.Call != nil && en.Call.State == cloud.CallDone {
+			out = append(out, en.Call)
 		}
 	}
 	return out
@@ -107,22 +109,26 @@ func evalServiceGone(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcom
 		}
 	}
 	caller := controllers.Caller("service")
-	for _, call := range e.callsSince(e.start) {
+	for _, call := range calls(e.hist) {
 		if call.Action == cloud.ActionDeleteLoadBalancer && call.Caller == caller && call.Error == "" {
 			return passf("%s がロードバランサーを削除し (コールログ #%d)、Service %s も消えました",
 				"the %s deleted the load balancer (call #%d) and Service %s is gone", caller, call.Seq, c.Name)
 		}
 	}
-	return failf("Service %s は消えましたが、%s による DeleteLoadBalancer がコールログにありません。", "Service %s is gone, but the call log has no DeleteLoadBalancer by the %s.", c.Name, caller)
+	if e.histErr != nil {
+		return e.truncated()
+	}
+	return failf("Service %s は消えましたが、前のステップの後の %s による DeleteLoadBalancer がコールログにありません。", "Service %s is gone, but the call log has no DeleteLoadBalancer by the %s since the previous step.", c.Name, caller)
 }
 
 // ---- a stopped VM ----
 
-// stoppedSince: instances a StopInstances call (by anyone) addressed since
-// the start, by ID.
-func (e *evalCtx) stoppedSince() []string {
+// stoppedSince: instances a StopInstances call (by anyone) addressed
+// since the exercise started, by ID.
+func (e *evalCtx) stoppedSince() ([]string, error) {
+	entries, err := e.sinceStart()
 	var ids []string
-	for _, call := range e.callsSince(e.start) {
+	for _, call := range calls(entries) {
 		if call.Action == cloud.ActionStopInstances && call.Error == "" {
 			for _, r := range call.Resources {
 				if strings.HasPrefix(r, "i-") && !slices.Contains(ids, r) {
@@ -131,57 +137,23 @@ func (e *evalCtx) stoppedSince() []string {
 			}
 		}
 	}
-	return ids
-}
-
-func evalInstanceStopped(_ context.Context, e *evalCtx, _ format.CheckSpec) Outcome {
-	for _, id := range e.stoppedSince() {
-		if inst, ok := e.env.Cloud.LookupInstance(id); ok && inst.State == cloud.InstanceStopped {
-			return passf("インスタンス %s (%s) は停止しています", "instance %s (%s) is stopped", inst.ID, inst.PrivateDNSName)
-		}
-	}
-	return failf("演習を始めてから停止 (stop) したインスタンスがありません。クラウドパネルで VM を 1 台停止してください。",
-		"no instance has been stopped since the exercise started: stop a VM in the cloud panel.")
+	return ids, err
 }
 
 func hasShutdownTaint(n *corev1.Node) bool {
 	return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == cloudproviderapi.TaintNodeShutdown })
 }
 
-func evalNodeShutdownTaint(ctx context.Context, e *evalCtx, _ format.CheckSpec) Outcome {
-	ids := e.stoppedSince()
-	if len(ids) == 0 {
-		return failf("演習を始めてから停止したインスタンスがありません。", "no instance has been stopped since the exercise started.")
-	}
-	for _, id := range ids {
-		inst, ok := e.env.Cloud.LookupInstance(id)
-		if !ok || inst.State != cloud.InstanceStopped {
-			continue
-		}
-		node, err := e.env.Client.CoreV1().Nodes().Get(ctx, inst.PrivateDNSName, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return failf("停止した VM の Node %s が削除されています。", "the Node %s of the stopped VM has been deleted.", inst.PrivateDNSName)
-		}
-		if err != nil {
-			return errOutcome(err)
-		}
-		if !hasShutdownTaint(node) {
-			return failf("Node %s にはまだ %s の taint がありません (NotReady になってから付きます)。", "Node %s has no %s taint yet (it comes once the Node is NotReady).",
-				node.Name, cloudproviderapi.TaintNodeShutdown)
-		}
-		return passf("停止した VM の Node %s は残ったまま %s の taint が付いています", "Node %s of the stopped VM is still there and carries the %s taint",
-			node.Name, cloudproviderapi.TaintNodeShutdown)
-	}
-	return failf("停止したままのインスタンスがありません。", "no instance is stopped right now.")
-}
-
 func evalShutdownCleared(ctx context.Context, e *evalCtx, _ format.CheckSpec) Outcome {
-	ids := e.stoppedSince()
+	ids, err := e.stoppedSince()
+	if err != nil {
+		return e.truncated()
+	}
 	if len(ids) == 0 {
 		return failf("演習を始めてから停止したインスタンスがありません。", "no instance has been stopped since the exercise started.")
 	}
 	started := false
-	for _, call := range e.callsSince(e.start) {
+	for _, call := range calls(e.hist) {
 		if call.Action == cloud.ActionStartInstances && call.Error == "" && slices.ContainsFunc(call.Resources, func(r string) bool { return slices.Contains(ids, r) }) {
 			started = true
 		}
@@ -208,18 +180,6 @@ func evalShutdownCleared(ctx context.Context, e *evalCtx, _ format.CheckSpec) Ou
 	return passf("VM は動いていて、Node は Ready、shutdown の taint は外れています", "the VM runs again, its Node is Ready and the shutdown taint is gone")
 }
 
-// ---- who called the cloud ----
-
-func evalCloudCall(_ context.Context, e *evalCtx, c format.CheckSpec) Outcome {
-	caller := controllers.Caller(c.Controller)
-	for _, call := range e.callsSince(e.start) {
-		if call.Action == c.Action && call.Caller == caller {
-			return passf("コールログ #%d: %s が %s を呼びました (%s)", "call #%d: the %s called %s (%s)", call.Seq, caller, call.Action, call.Request)
-		}
-	}
-	return failf("演習を始めてから、%s による %s の呼び出しがコールログにありません。", "the call log has no %[2]s by the %[1]s since the exercise started.", caller, c.Action)
-}
-
 // ---- rate limits ----
 
 func evalThrottle(_ context.Context, e *evalCtx, c format.CheckSpec) Outcome {
@@ -231,29 +191,18 @@ func evalThrottle(_ context.Context, e *evalCtx, c format.CheckSpec) Outcome {
 		}
 		return failf("クラウド API のレート制限がありません (qps 0 = 無制限)。", "the cloud API has no rate limit (qps 0 = unlimited).")
 	}
-	if on {
-		return passf("クラウド API は qps %g, burst %d に絞られています", "the cloud API is limited to qps %g, burst %d", f.QPS, f.Burst)
-	}
-	return passf("クラウド API のレート制限はありません", "the cloud API has no rate limit")
-}
-
-func (e *evalCtx) throttled() []cloud.Call {
-	caller := controllers.Caller("service")
-	var out []cloud.Call
-	for _, call := range e.callsSince(e.start) {
-		if call.ErrorCode == cloud.ErrThrottling && call.Caller == caller {
-			out = append(out, call)
+	for _, en := range e.hist {
+		if en.Kind == history.KindFaults && en.Faults != nil && (en.Faults.QPS > 0) == on {
+			if on {
+				return passf("クラウド API を qps %g, burst %d に絞りました (#%d)", "the cloud API was limited to qps %g, burst %d (#%d)", f.QPS, f.Burst, en.Seq)
+			}
+			return passf("クラウド API のレート制限を外しました (#%d)", "the cloud API's rate limit was lifted (#%d)", en.Seq)
 		}
 	}
-	return out
-}
-
-func evalThrottledCalls(_ context.Context, e *evalCtx, c format.CheckSpec) Outcome {
-	n := len(e.throttled())
-	if min := max(c.Min, 1); n < min {
-		return failf("Service controller の呼び出しで Throttling になったものは %d 件です (%d 件以上のはず)。", "%d of the Service controller's calls were throttled (want at least %d).", n, min)
+	if e.histErr != nil {
+		return e.truncated()
 	}
-	return passf("Service controller の呼び出しのうち %d 件が Throttling で失敗しました", "%d of the Service controller's calls failed with Throttling", n)
+	return failf("前のステップの後、レート制限は変えられていません。", "the rate limit was not changed since the previous step.")
 }
 
 // retryGap is the least gap between a throttled call and the retry that
@@ -262,7 +211,7 @@ const retryGap = 4 * time.Second
 
 func evalThrottleRetried(_ context.Context, e *evalCtx, _ format.CheckSpec) Outcome {
 	caller := controllers.Caller("service")
-	calls := e.callsSince(e.start)
+	calls := calls(e.hist)
 	for i, t := range calls {
 		if t.ErrorCode != cloud.ErrThrottling || t.Caller != caller || len(t.Resources) == 0 {
 			continue
@@ -273,6 +222,9 @@ func evalThrottleRetried(_ context.Context, e *evalCtx, _ format.CheckSpec) Outc
 					t.Seq, t.Action, r.Time.Sub(t.Time).Round(100*time.Millisecond), r.Seq)
 			}
 		}
+	}
+	if e.histErr != nil {
+		return e.truncated()
 	}
 	return failf("Throttling で失敗した呼び出しの再試行 (同じ相手への同じ呼び出し、%s 以上あと) がまだコールログにありません。",
 		"the call log shows no retry yet of a throttled call (the same call on the same resource, at least %s later).", retryGap)
@@ -314,29 +266,6 @@ func evalServicesExternalIP(ctx context.Context, e *evalCtx, c format.CheckSpec)
 	return passf("%d 個の Service すべてが <pending> です", "all %d Services are <pending>", len(lbs))
 }
 
-// ---- requests the student sent ----
-
-func evalRequestAnswered(_ context.Context, e *evalCtx, c format.CheckSpec) Outcome {
-	key := format.Namespace + "/" + c.Name
-	var last *dataplane.Trace
-	traces := e.env.Dataplane.Traces()
-	for i := range traces {
-		tr := &traces[i]
-		if tr.Service != key || tr.Kind != c.Via || tr.Time.Before(e.start) {
-			continue
-		}
-		if tr.Status == 200 {
-			return passf("あなたが送ったリクエスト (%s 経由) に %s が答えました", "a request you sent (via %s) was answered by %s", c.Via, tr.Pod)
-		}
-		last = tr
-	}
-	if last != nil {
-		return failText("%s 経由で送ったリクエストは失敗しました: %s", "the request you sent via %s failed: %s", summarize(*last), c.Via)
-	}
-	return failf("演習を始めてから、Service %s に %s 経由で送られたリクエストがありません。画面の「リクエスト送信」か curl で送ってください (チェックは自分では送りません)。",
-		"no request has been sent to Service %s via %s since the exercise started: send one with the page's \"send request\" or curl (the check never sends one itself).", c.Name, c.Via)
-}
-
 // ---- diagnosis ----
 
 func evalCauseNamed(ctx context.Context, e *evalCtx, _ format.CheckSpec) Outcome {
@@ -354,4 +283,24 @@ func evalCauseNamed(ctx context.Context, e *evalCtx, _ format.CheckSpec) Outcome
 		return passf("1 回目の答えで原因を言い当てました", "your first answer named the cause")
 	}
 	return passf("答えを記録しました (1 回目の答えは外れでした。本当の原因は説明を読んでください)", "your answer is recorded (the first answer missed; the explanation tells the real cause)")
+}
+
+// ---- ip or hostname ----
+
+// answerIngressField: "hostname" or "ip", whichever field of the Service's
+// status.loadBalancer.ingress holds its address.
+func answerIngressField(ctx context.Context, e *evalCtx, a format.AnswerSpec) ([]string, Outcome) {
+	svc, o, ok := e.service(ctx, a.Name)
+	if !ok {
+		return nil, o
+	}
+	for _, in := range svc.Status.LoadBalancer.Ingress {
+		switch {
+		case in.Hostname != "":
+			return []string{"hostname"}, Outcome{}
+		case in.IP != "":
+			return []string{"ip"}, Outcome{}
+		}
+	}
+	return nil, failf("Service %s の ingress はまだ空です。", "Service %s's ingress is still empty.", a.Name)
 }

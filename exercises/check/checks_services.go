@@ -181,7 +181,8 @@ func evalServiceFlow(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcom
 		}
 		why := f.Stuck.Text() // the flow's own words, in both languages
 		return Outcome{true, i18n.Text{
-			JA: fmt.Sprintf("フローはステップ %d で止まっています: %s", f.Step, why.JA),
+			// f.Step is the last step done; the stuck one is the next.
+			JA: fmt.Sprintf("フローはステップ %d まで進み、ステップ %d で止まっています: %s", f.Step, f.Step+1, why.JA),
 			EN: fmt.Sprintf("the flow is stuck after step %d: %s", f.Step, why.EN),
 		}}
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
 	"github.com/ccmlab/ccmlab/lab/flow"
+	"github.com/ccmlab/ccmlab/lab/history"
 	"github.com/ccmlab/ccmlab/lab/profile"
 )
 
@@ -42,9 +43,8 @@ func (f fakeControllers) Enable(n string) error  { f[n] = true; return nil }
 func (f fakeControllers) Disable(n string) error { f[n] = false; return nil }
 
 type fakeDataplane struct {
-	do     func(r dataplane.Request, i int) dataplane.Trace
-	n      int
-	traces []dataplane.Trace // what Traces returns (requests a student sent)
+	do func(r dataplane.Request, i int) dataplane.Trace
+	n  int
 }
 
 func (d *fakeDataplane) Do(_ context.Context, r dataplane.Request) (dataplane.Trace, error) {
@@ -56,7 +56,7 @@ func (d *fakeDataplane) Do(_ context.Context, r dataplane.Request) (dataplane.Tr
 	tr.ID = fmt.Sprint(d.n)
 	return tr, nil
 }
-func (d *fakeDataplane) Traces() []dataplane.Trace { return d.traces }
+func (d *fakeDataplane) Traces() []dataplane.Trace { return nil }
 
 type fakeFlows map[string]flow.ServiceFlow
 
@@ -64,14 +64,17 @@ func (f fakeFlows) ServiceFlow(key string) (flow.ServiceFlow, bool) { s, ok := f
 func (f fakeFlows) NodeFlow(string) (flow.NodeFlow, bool)           { return flow.NodeFlow{}, false }
 
 type fixture struct {
-	t      *testing.T
-	ctx    context.Context
-	cloud  *cloud.Cloud
-	objs   []runtime.Object
-	ctrl   fakeControllers
-	dp     *fakeDataplane
-	flows  fakeFlows
-	start  time.Time
+	t     *testing.T
+	ctx   context.Context
+	cloud *cloud.Cloud
+	objs  []runtime.Object
+	ctrl  fakeControllers
+	dp    *fakeDataplane
+	flows fakeFlows
+	start time.Time
+	hist  *history.Recorder
+	since uint64
+	// causes answers causeNamed (checks_lifecycle_test.go).
 	causes CauseNamer
 }
 
@@ -80,13 +83,17 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	h, err := history.New(history.Config{Size: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
 	return &fixture{t: t, ctx: context.Background(), cloud: c, ctrl: fakeControllers{"node": true, "nodelifecycle": true, "route": true, "service": true},
-		dp: &fakeDataplane{}, flows: fakeFlows{}}
+		dp: &fakeDataplane{}, flows: fakeFlows{}, hist: h}
 }
 
 func (f *fixture) env() Env {
 	p, _ := profile.Get("aws")
-	return Env{Client: fake.NewClientset(f.objs...), Cloud: f.cloud, Flow: f.flows, Controllers: f.ctrl, Dataplane: f.dp, Profile: p, Causes: f.causes}
+	return Env{Client: fake.NewClientset(f.objs...), Cloud: f.cloud, Flow: f.flows, Controllers: f.ctrl, Dataplane: f.dp, Profile: p, History: f.hist, Causes: f.causes}
 }
 
 func (f *fixture) eval(c format.CheckSpec) Outcome {
@@ -94,7 +101,7 @@ func (f *fixture) eval(c format.CheckSpec) Outcome {
 	if err := Validate(c); err != nil {
 		f.t.Fatalf("invalid spec: %v", err)
 	}
-	return Evaluate(f.ctx, f.env(), f.start, c)
+	return EvaluateStep(f.ctx, f.env(), Input{Start: f.start, Since: f.since}, c)
 }
 
 func (f *fixture) launch() cloud.Instance {
@@ -263,7 +270,7 @@ type checkCase struct {
 func checkCases() []checkCase {
 	on, off := ptr.To(true), ptr.To(false)
 	later := func(f *fixture) { f.start = time.Now().Add(time.Hour) }
-	return []checkCase{
+	return append(append(evidenceCases(), extraCases()...), []checkCase{
 		{"new node", format.CheckSpec{Kind: "newNodes"}, func(f *fixture) { f.two() }, true},
 		{"no new node", format.CheckSpec{Kind: "newNodes"}, func(f *fixture) { f.two(); later(f) }, false},
 		{"too few new nodes", format.CheckSpec{Kind: "newNodes", Min: 3}, func(f *fixture) { f.two() }, false},
@@ -557,12 +564,12 @@ func checkCases() []checkCase {
 			a, _ := f.two()
 			f.terminate(a)
 		}, false},
-	}
+	}...)
 }
 
 func TestCheckKinds(t *testing.T) {
 	passes, fails := map[string]bool{}, map[string]bool{}
-	for _, tc := range append(checkCases(), lifecycleCases()...) {
+	for _, tc := range checkCases() {
 		t.Run(tc.spec.Kind+"/"+tc.name, func(t *testing.T) {
 			f := newFixture(t)
 			tc.setup(f)

@@ -9,6 +9,7 @@ import (
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
 	"github.com/ccmlab/ccmlab/lab/flow"
+	"github.com/ccmlab/ccmlab/lab/history"
 	"github.com/ccmlab/ccmlab/lab/profile"
 )
 
@@ -20,9 +21,9 @@ type Controllers interface {
 	Disable(name string) error
 }
 
-// Dataplane sends requests through the lab's network (*dataplane.Dataplane
-// satisfies it). Checks that prove traffic flows send their own requests,
-// which show up on the page like any other.
+// Dataplane is the lab's network (*dataplane.Dataplane satisfies it).
+// Checks never send requests: they read the traces students' requests
+// left in the history. Do stays for the old kinds' tests.
 type Dataplane interface {
 	Do(ctx context.Context, r dataplane.Request) (dataplane.Trace, error)
 	Traces() []dataplane.Trace
@@ -51,6 +52,9 @@ type Env struct {
 	Profile     profile.Profile
 	// Causes answers the check causeNamed; the exercises service sets it.
 	Causes CauseNamer
+	// History is what happened, with who did it: the evidence kinds read
+	// it from Input.Since on.
+	History *history.Recorder
 }
 
 // Validate says which required fields are missing.
@@ -70,6 +74,9 @@ func (e Env) Validate() error {
 	}
 	if e.Dataplane == nil {
 		errs = append(errs, errors.New("Env.Dataplane is required"))
+	}
+	if e.History == nil {
+		errs = append(errs, errors.New("Env.History is required"))
 	}
 	if e.Profile.Name == "" {
 		errs = append(errs, errors.New("Env.Profile is required"))

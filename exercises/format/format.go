@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"sigs.k8s.io/yaml"
 
@@ -40,13 +41,15 @@ type Text = i18n.Text
 
 // Exercise is one file of defs/.
 type Exercise struct {
-	ID    string     `json:"id"`
-	Order int        `json:"order"`
-	Title Text       `json:"title"`
-	Goal  Text       `json:"goal"`
-	Setup Setup      `json:"setup"`
-	Steps []Step     `json:"steps,omitempty"`
-	Quiz  []Question `json:"quiz,omitempty"`
+	ID    string `json:"id"`
+	Order int    `json:"order"`
+	// Minutes is the estimated time a student needs (required, 1 to 180).
+	Minutes int        `json:"minutes"`
+	Title   Text       `json:"title"`
+	Goal    Text       `json:"goal"`
+	Setup   Setup      `json:"setup"`
+	Steps   []Step     `json:"steps,omitempty"`
+	Quiz    []Question `json:"quiz,omitempty"`
 }
 
 // Setup is what "reset exercise" applies to the running lab.
@@ -73,6 +76,25 @@ type Setup struct {
 	TaintNodes bool `json:"taintNodes,omitempty"`
 	// Uncordon makes every Node schedulable again.
 	Uncordon bool `json:"uncordon,omitempty"`
+	// FreshNodes replaces every VM by a new one launched while the Node
+	// controller is off: Nodes as kubelets register them, with the
+	// uninitialized taint, no providerID and no cloud labels, that no Node
+	// controller has touched. Requires controllers.node: false.
+	FreshNodes bool `json:"freshNodes,omitempty"`
+	// Latency, e.g. "1s", is set as the cloud's per-call latency by the
+	// reset, so that steps a student is meant to watch take about a second
+	// each (classroom pace); the page shows it and the instructor can
+	// still change it. Empty leaves the latency as it is. At most 5s.
+	Latency string `json:"latency,omitempty"`
+}
+
+// MaxSetupLatency bounds Setup.Latency.
+const MaxSetupLatency = 5 * time.Second
+
+// LatencyDuration is Setup.Latency parsed (0 when unset).
+func (s Setup) LatencyDuration() time.Duration {
+	d, _ := time.ParseDuration(s.Latency)
+	return d
 }
 
 // ObjectRef names one object an exercise creates.
@@ -89,10 +111,34 @@ type Step struct {
 	// Commands to try. Lines the lab console accepts are marked as such
 	// when the exercise is shown; the others (pipes, sleep) are for a
 	// terminal with the lab's kubeconfig.
-	Commands    []string    `json:"commands,omitempty"`
-	Checks      []CheckSpec `json:"checks"`
-	Hints       []Text      `json:"hints,omitempty"`
-	Explanation Text        `json:"explanation"`
+	Commands []string    `json:"commands,omitempty"`
+	Checks   []CheckSpec `json:"checks,omitempty"`
+	// Answer, when set, asks the student to type a value read from the lab
+	// (an instance ID, a zone, the client IP a Pod saw); the step passes
+	// only once the typed value matches the lab's and the checks hold.
+	Answer *AnswerSpec `json:"answer,omitempty"`
+	Hints  []Text      `json:"hints,omitempty"`
+	// Solution is what passes the step: the exact commands, and the page
+	// actions in words; the page reveals it once a hint was opened.
+	// Required.
+	Solution    []SolutionItem `json:"solution"`
+	Explanation Text           `json:"explanation"`
+}
+
+// SolutionItem is one line of a solution: a command (Cmd) or something to
+// do on the page or with the API, in words (Do). Exactly one is set.
+type SolutionItem struct {
+	Cmd string `json:"cmd,omitempty"`
+	Do  *Text  `json:"do,omitempty"`
+}
+
+// AnswerSpec is a value the student types. Which kinds exist (what lab
+// value they are compared with) is the checker's business, as for checks
+// (check.AnswerKinds).
+type AnswerSpec struct {
+	Kind   string `json:"kind"`
+	Name   string `json:"name,omitempty"` // a Service in default, for kinds about one
+	Prompt Text   `json:"prompt"`
 }
 
 // Question is a multiple-choice question with the reasoning for each
@@ -135,6 +181,17 @@ type CheckSpec struct {
 	Class      string   `json:"class,omitempty"`  // a loadBalancerClass
 	Min        int      `json:"min,omitempty"`
 	Step       int      `json:"step,omitempty"` // a six-step flow step
+
+	// Parameters of the evidence kinds, which read the lab's history.
+	Resource   string `json:"resource,omitempty"`   // nodes, services or pods
+	Change     string `json:"change,omitempty"`     // what changed (objectChange)
+	By         string `json:"by,omitempty"`         // who: ccm, kubelet, kubectl, notccm
+	WhileOff   string `json:"whileOff,omitempty"`   // a controller that must have been off
+	Caller     string `json:"caller,omitempty"`     // a cloud call's caller
+	Result     string `json:"result,omitempty"`     // ok or error
+	Code       string `json:"code,omitempty"`       // a cloud error code, e.g. AccessDenied
+	ExtraHop   *bool  `json:"extraHop,omitempty"`   // a trace took (or not) the extra hop
+	SourceKept *bool  `json:"sourceKept,omitempty"` // the Pod saw (or not) the client's IP
 }
 
 // Switches are the names setup.requires and setup.controllers accept, and
@@ -228,6 +285,19 @@ func (ex *Exercise) validate() error {
 	if ex.Order <= 0 {
 		bad("order must be positive")
 	}
+	if ex.Minutes < 1 || ex.Minutes > 180 {
+		bad("minutes %d: say how long the exercise takes, 1 to 180", ex.Minutes)
+	}
+	if ex.Setup.Latency != "" {
+		if d, err := time.ParseDuration(ex.Setup.Latency); err != nil || d <= 0 || d > MaxSetupLatency {
+			bad("setup.latency %q: a duration above 0 and at most %s", ex.Setup.Latency, MaxSetupLatency)
+		}
+	}
+	if ex.Setup.FreshNodes {
+		if on, ok := ex.Setup.Controllers[profile.Node]; !ok || on {
+			bad("setup.freshNodes needs setup.controllers.node: false")
+		}
+	}
 	text("title", ex.Title)
 	text("goal", ex.Goal)
 	text("setup.about", ex.Setup.About)
@@ -283,8 +353,28 @@ func (ex *Exercise) validate() error {
 				bad("%s.commands[%d]: empty", where, j)
 			}
 		}
-		if len(s.Checks) == 0 {
-			bad("%s: a step needs at least one check", where)
+		if len(s.Checks) == 0 && s.Answer == nil {
+			bad("%s: a step needs at least one check or an answer", where)
+		}
+		if s.Answer != nil {
+			if s.Answer.Kind == "" {
+				bad("%s.answer: kind is required", where)
+			}
+			text(where+".answer.prompt", s.Answer.Prompt)
+		}
+		if len(s.Solution) == 0 {
+			bad("%s: a step needs a solution (the exact commands)", where)
+		}
+		for j, c := range s.Solution {
+			w := fmt.Sprintf("%s.solution[%d]", where, j)
+			switch {
+			case c.Do != nil && c.Cmd != "":
+				bad("%s: set cmd or do, not both", w)
+			case c.Do != nil:
+				text(w+".do", *c.Do)
+			case strings.TrimSpace(c.Cmd) == "":
+				bad("%s: empty (set cmd or do)", w)
+			}
 		}
 		for j, c := range s.Checks {
 			if c.Kind == "" {
@@ -328,6 +418,14 @@ func (ex *Exercise) texts() map[string]Text {
 	for i, s := range ex.Steps {
 		w := fmt.Sprintf("steps[%d]", i)
 		m[w+".title"], m[w+".body"], m[w+".explanation"] = s.Title, s.Body, s.Explanation
+		if s.Answer != nil {
+			m[w+".answer.prompt"] = s.Answer.Prompt
+		}
+		for j, c := range s.Solution {
+			if c.Do != nil {
+				m[fmt.Sprintf("%s.solution[%d].do", w, j)] = *c.Do
+			}
+		}
 		for j, h := range s.Hints {
 			m[fmt.Sprintf("%s.hints[%d]", w, j)] = h
 		}

@@ -55,6 +55,7 @@ func TestMissingTranslationIsRejected(t *testing.T) {
 	const good = `
 id: tiny
 order: 1
+minutes: 5
 title: {ja: 小さな演習, en: A tiny exercise}
 goal: {ja: 目標, en: The goal}
 setup:
@@ -65,6 +66,7 @@ steps:
     body: {ja: 本文, en: Body}
     checks: [{kind: nodesReady}]
     hints: [{ja: ヒント, en: A hint}]
+    solution: [{cmd: kubectl get nodes}, {do: {ja: 見る, en: Look}}]
     explanation: {ja: 説明, en: Why}
 quiz:
   - id: q

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	_ "modernc.org/sqlite" // database/sql driver "sqlite", pure Go
@@ -35,6 +36,19 @@ type Answer struct {
 	EverCorrect bool      `json:"everCorrect"` // whether any answer was right
 	Attempts    int       `json:"attempts"`
 	AnsweredAt  time.Time `json:"answeredAt"`
+	// FirstChoice and FirstCorrect are the first answer's: a quiz counts
+	// the first try, later ones only show the reasoning.
+	FirstChoice  int  `json:"firstChoice"`
+	FirstCorrect bool `json:"firstCorrect"`
+}
+
+// StepAnswer is the last value a student typed for a step that asks for
+// one, and whether it matched the lab.
+type StepAnswer struct {
+	Value      string    `json:"value"`
+	Correct    bool      `json:"correct"`
+	Attempts   int       `json:"attempts"`
+	AnsweredAt time.Time `json:"answeredAt"`
 }
 
 const schema = `
@@ -59,7 +73,23 @@ CREATE TABLE IF NOT EXISTS answer (
 	answered_at  INTEGER NOT NULL,
 	PRIMARY KEY (exercise, question)
 );
+CREATE TABLE IF NOT EXISTS step_answer (
+	exercise    TEXT NOT NULL,
+	step        TEXT NOT NULL,
+	value       TEXT NOT NULL,
+	correct     INTEGER NOT NULL,
+	attempts    INTEGER NOT NULL,
+	answered_at INTEGER NOT NULL,
+	PRIMARY KEY (exercise, step)
+);
 `
+
+// migrations add what older progress files lack; "duplicate column" means
+// the file already has it.
+var migrations = []string{
+	`ALTER TABLE answer ADD COLUMN first_choice INTEGER NOT NULL DEFAULT -1`,
+	`ALTER TABLE answer ADD COLUMN first_correct INTEGER NOT NULL DEFAULT 0`,
+}
 
 // Open opens (creating if needed) the progress database at path.
 func Open(path string) (*Store, error) {
@@ -77,6 +107,12 @@ func Open(path string) (*Store, error) {
 	if _, err := db.Exec(schema); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("progress database %s: %w", path, err)
+	}
+	for _, m := range migrations {
+		if _, err := db.Exec(m); err != nil && !strings.Contains(err.Error(), "duplicate column") {
+			db.Close()
+			return nil, fmt.Errorf("progress database %s: %w", path, err)
+		}
 	}
 	return &Store{db: db}, nil
 }
@@ -113,7 +149,7 @@ func (s *Store) Restart(ctx context.Context, exercise string, at time.Time) erro
 		return err
 	}
 	defer tx.Rollback()
-	for _, q := range []string{`DELETE FROM step WHERE exercise = ?`, `DELETE FROM answer WHERE exercise = ?`} {
+	for _, q := range []string{`DELETE FROM step WHERE exercise = ?`, `DELETE FROM answer WHERE exercise = ?`, `DELETE FROM step_answer WHERE exercise = ?`} {
 		if _, err := tx.ExecContext(ctx, q, exercise); err != nil {
 			return err
 		}
@@ -166,7 +202,7 @@ func (s *Store) RecordAttempt(ctx context.Context, exercise, step string, passed
 
 // Answers returns the exercise's quiz records by question id.
 func (s *Store) Answers(ctx context.Context, exercise string) (map[string]Answer, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT question, choice, correct, ever_correct, attempts, answered_at FROM answer WHERE exercise = ?`, exercise)
+	rows, err := s.db.QueryContext(ctx, `SELECT question, choice, correct, ever_correct, attempts, answered_at, first_choice, first_correct FROM answer WHERE exercise = ?`, exercise)
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +212,7 @@ func (s *Store) Answers(ctx context.Context, exercise string) (map[string]Answer
 		var id string
 		var a Answer
 		var at sql.NullInt64
-		if err := rows.Scan(&id, &a.Choice, &a.Correct, &a.EverCorrect, &a.Attempts, &at); err != nil {
+		if err := rows.Scan(&id, &a.Choice, &a.Correct, &a.EverCorrect, &a.Attempts, &at, &a.FirstChoice, &a.FirstCorrect); err != nil {
 			return nil, err
 		}
 		a.AnsweredAt = fromNanos(at)
@@ -185,18 +221,57 @@ func (s *Store) Answers(ctx context.Context, exercise string) (map[string]Answer
 	return out, rows.Err()
 }
 
-// RecordAnswer stores an answer to a question.
+// RecordAnswer stores an answer to a question; the first one is kept
+// apart (FirstChoice, FirstCorrect).
 func (s *Store) RecordAnswer(ctx context.Context, exercise, question string, choice int, correct bool, at time.Time) (Answer, error) {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO answer (exercise, question, choice, correct, ever_correct, attempts, answered_at)
-		VALUES (?, ?, ?, ?, ?, 1, ?)
+	_, err := s.db.ExecContext(ctx, `INSERT INTO answer (exercise, question, choice, correct, ever_correct, attempts, answered_at, first_choice, first_correct)
+		VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?)
 		ON CONFLICT (exercise, question) DO UPDATE SET
 			choice = excluded.choice, correct = excluded.correct,
 			ever_correct = MAX(answer.ever_correct, excluded.ever_correct),
 			attempts = answer.attempts + 1, answered_at = excluded.answered_at`,
-		exercise, question, choice, correct, correct, nanos(at))
+		exercise, question, choice, correct, correct, nanos(at), choice, correct)
 	if err != nil {
 		return Answer{}, err
 	}
 	m, err := s.Answers(ctx, exercise)
 	return m[question], err
+}
+
+// StepAnswers returns the exercise's typed answers by step id.
+func (s *Store) StepAnswers(ctx context.Context, exercise string) (map[string]StepAnswer, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT step, value, correct, attempts, answered_at FROM step_answer WHERE exercise = ?`, exercise)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]StepAnswer{}
+	for rows.Next() {
+		var id string
+		var a StepAnswer
+		var at sql.NullInt64
+		if err := rows.Scan(&id, &a.Value, &a.Correct, &a.Attempts, &at); err != nil {
+			return nil, err
+		}
+		a.AnsweredAt = fromNanos(at)
+		out[id] = a
+	}
+	return out, rows.Err()
+}
+
+// RecordStepAnswer stores the value typed for a step. A right answer
+// stays right: a later wrong one does not take a passed answer back.
+func (s *Store) RecordStepAnswer(ctx context.Context, exercise, step, value string, correct bool, at time.Time) (StepAnswer, error) {
+	_, err := s.db.ExecContext(ctx, `INSERT INTO step_answer (exercise, step, value, correct, attempts, answered_at)
+		VALUES (?, ?, ?, ?, 1, ?)
+		ON CONFLICT (exercise, step) DO UPDATE SET
+			value = CASE WHEN step_answer.correct THEN step_answer.value ELSE excluded.value END,
+			correct = MAX(step_answer.correct, excluded.correct),
+			attempts = step_answer.attempts + 1, answered_at = excluded.answered_at`,
+		exercise, step, value, correct, nanos(at))
+	if err != nil {
+		return StepAnswer{}, err
+	}
+	m, err := s.StepAnswers(ctx, exercise)
+	return m[step], err
 }

@@ -15,7 +15,7 @@ var Layers = [][]string{
 	{"lab/profile", "lab/flow/flowtext", "lab/dataplane/tracetext"},
 	{"lab/cloud", "lab/controlplane"},
 	{"lab/kubelet", "lab/dataplane", "lab/controlplane/cptest"},
-	{"lab/flow"},
+	{"lab/flow", "lab/history"},
 	{"controllers/..."},
 	{"app/sim"},
 	{"exercises/format"},

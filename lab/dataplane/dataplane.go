@@ -286,6 +286,8 @@ type Request struct {
 	IP       string `json:"ip,omitempty"`
 	Port     int32  `json:"port,omitempty"`
 	ClientIP string `json:"clientIP,omitempty"`
+	// Origin says who sends it (OriginAPI when empty); the trace carries it.
+	Origin string `json:"origin,omitempty"`
 }
 
 // Do sends a simulated GET / through the same routing as a real connection
@@ -343,7 +345,7 @@ func (d *Dataplane) envFor(cv *cloudView) *env {
 // Pod, asks the Pod for its answer to method path.
 func (d *Dataplane) route(r Request, method, path string) (Trace, answer, error) {
 	e := d.env()
-	tr := Trace{ID: newTraceID(), Time: d.clock.Now(), Kind: r.Kind, ClientIP: r.ClientIP}
+	tr := Trace{ID: newTraceID(), Time: d.clock.Now(), Kind: r.Kind, ClientIP: r.ClientIP, Origin: cmp.Or(r.Origin, OriginAPI)}
 	if r.ClientIP != "" {
 		if _, err := netip.ParseAddr(r.ClientIP); err != nil {
 			return tr, answer{}, requestErrorf(ReasonInvalid, "client IP %q is not an IP address", r.ClientIP)

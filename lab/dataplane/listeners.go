@@ -138,12 +138,12 @@ func (d *Dataplane) closeListeners() {
 // load balancer, routed exactly as Do routes a simulated one.
 func (d *Dataplane) handler(k listenerKey) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req := Request{Kind: KindLoadBalancer, LB: k.lb, Port: k.port, ClientIP: hostOnly(r.RemoteAddr)}
+		req := Request{Kind: KindLoadBalancer, LB: k.lb, Port: k.port, ClientIP: hostOnly(r.RemoteAddr), Origin: OriginListener}
 		tr, ans, err := d.route(req, r.Method, r.URL.RequestURI())
 		if err != nil {
 			// The load balancer or listener went away between the accept
 			// and the request; its port is about to close.
-			tr.Kind, tr.LB = KindLoadBalancer, k.lb
+			tr.Kind, tr.LB, tr.Origin = KindLoadBalancer, k.lb, OriginListener
 			tr.fail(http.StatusServiceUnavailable, why(tracetext.NotListening, "error", err.Error()))
 			ans = failureAnswer(tr)
 		}

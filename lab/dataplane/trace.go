@@ -19,6 +19,15 @@ const (
 	KindClusterIP    = "clusterip"    // at a Service's ClusterIP, from inside the cluster
 )
 
+// Origins: who sent a request. Exercise checks count only requests a
+// student sent (from the page or the API, or through a listener with curl
+// or a browser), so a trace says where it came from.
+const (
+	OriginAPI      = "api"      // POST /api/requests, the page's request panel (the default)
+	OriginListener = "listener" // a real connection to a load balancer listener (curl, a browser)
+	OriginLab      = "lab"      // the lab itself (tests, tools): never a student's evidence
+)
+
 // Hop kinds, in the order a packet can meet them.
 const (
 	HopClient   = "client"   // the sender
@@ -50,13 +59,16 @@ type Hop struct {
 // Service with no endpoints, which kube-proxy rejects) or 504 (the packet
 // was dropped, which a real client sees as a timeout).
 type Trace struct {
-	ID       string    `json:"id"`
-	Time     time.Time `json:"time"`
-	Kind     string    `json:"kind"`
-	LB       string    `json:"lb,omitempty"`
-	Service  string    `json:"service,omitempty"` // namespace/name
-	ClientIP string    `json:"clientIP"`
-	Hops     []Hop     `json:"hops"`
+	ID   string    `json:"id"`
+	Time time.Time `json:"time"`
+	Kind string    `json:"kind"`
+	// Origin says who sent the request: OriginAPI, OriginListener or
+	// OriginLab.
+	Origin   string `json:"origin"`
+	LB       string `json:"lb,omitempty"`
+	Service  string `json:"service,omitempty"` // namespace/name
+	ClientIP string `json:"clientIP"`
+	Hops     []Hop  `json:"hops"`
 	// EntryNode is where the packet entered the cluster: the load balancer's
 	// target node, the node whose NodePort was hit, or the client's node.
 	EntryNode string `json:"entryNode,omitempty"`

@@ -597,7 +597,7 @@ func (o *Observer) recomputeServicesBeforeLocked(step int) {
 func (o *Observer) eligibleNodesLocked() int {
 	n := 0
 	for _, v := range o.nodes {
-		if v.ProviderID != "" && v.Ready == "True" {
+		if v.InLBNodeSet() {
 			n++
 		}
 	}

@@ -3,6 +3,7 @@ package flow
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,6 +34,40 @@ type NodeView struct {
 	InternalIP   string    `json:"internalIP"`
 	Addresses    []string  `json:"addresses"` // "InternalIP=10.0.1.5"
 	Created      time.Time `json:"created"`
+
+	// lbExcluded: the Service controller leaves this node out of load
+	// balancers (see InLBNodeSet).
+	lbExcluded bool
+}
+
+// InLBNodeSet reports whether upstream's Service controller (k8s.io/
+// cloud-provider v0.37 controllers/service, stableNodeSetPredicates)
+// hands this node to the cloud as a load balancer backend: not being
+// deleted, not labelled node.kubernetes.io/exclude-from-external-load-balancers
+// (any value but one that parses as false excludes), and not tainted
+// ToBeDeletedByClusterAutoscaler. Readiness is not among them, nor is
+// being initialized.
+func (n NodeView) InLBNodeSet() bool { return !n.lbExcluded }
+
+// ToBeDeletedTaint is the cluster autoscaler's taint the Service controller
+// leaves nodes out for.
+const ToBeDeletedTaint = "ToBeDeletedByClusterAutoscaler"
+
+func excludedFromLB(n *corev1.Node) bool {
+	if !n.DeletionTimestamp.IsZero() {
+		return true
+	}
+	if v, ok := n.Labels[corev1.LabelNodeExcludeBalancers]; ok {
+		if b, err := strconv.ParseBool(v); err != nil || b {
+			return true
+		}
+	}
+	for _, t := range n.Spec.Taints {
+		if t.Key == ToBeDeletedTaint {
+			return true
+		}
+	}
+	return false
 }
 
 // Tainted reports whether the node still waits for the cloud.
@@ -58,6 +93,7 @@ func NewNodeView(n *corev1.Node) NodeView {
 		InstanceType: n.Labels[LabelInstanceType],
 		PodCIDR:      n.Spec.PodCIDR,
 		Created:      n.CreationTimestamp.Time,
+		lbExcluded:   excludedFromLB(n),
 	}
 	for _, t := range n.Spec.Taints {
 		s := t.Key

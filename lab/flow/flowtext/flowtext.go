@@ -78,7 +78,7 @@ var catalog = i18n.Catalog{
 	StuckNoEndpoints:         {JA: "Service に Ready なエンドポイントがないので、リクエストを受け取る Pod がありません", EN: "the Service has no ready endpoints, so a request would find no Pod"},
 	StuckCloudRefused:        {JA: "クラウドが {action} を拒否しました。クラウドの応答: {error}", EN: "the cloud refused {action}: {error}"},
 	StuckFailedEvent:         {JA: "イベント {reason} が記録されました。controller のメッセージ: {message}", EN: "{reason}: {message}"},
-	StuckNoEligibleNodes:     {JA: "ターゲットにできるノードがありません (Ready で初期化済みのノードが 1 台もない)", EN: "no node is eligible as a target (none Ready and initialized)"},
+	StuckNoEligibleNodes:     {JA: "Service controller がロードバランサーに渡せるノードが 1 台もありません (どのノードも削除中か、node.kubernetes.io/exclude-from-external-load-balancers のラベルか ToBeDeletedByClusterAutoscaler の taint で除外されています。Ready かどうかは見ません)。それでもロードバランサーは作られ EXTERNAL-IP も入りますが、ターゲットは無く、Service にはイベント UnAvailableLoadBalancer が付きます", EN: "the Service controller has no node to give the load balancer: every node is being deleted or excluded by the label node.kubernetes.io/exclude-from-external-load-balancers or the ToBeDeletedByClusterAutoscaler taint (readiness is not checked). The load balancer is still ensured and EXTERNAL-IP appears, but it has no targets, and the Service gets the event UnAvailableLoadBalancer"},
 	StuckInstanceNotRunning:  {JA: "インスタンス {id} の状態は {state} です", EN: "instance {id} is {state}"},
 	StuckNoNodeController:    {JA: "Node controller が動いていません。Node は Ready でも taint が残ったままで、Pod は Pending のままです", EN: "no Node controller is running: the Node stays Ready but tainted, and Pods stay Pending"},
 }

@@ -19,6 +19,7 @@ const ui = {
   conn: "connecting",
   busy: new Set(), // actions in flight: a controller name, "fault", "send", ...
   svcChoice: null,
+  sendKind: "loadbalancer", // where the request panel's requests enter
   nodeChoice: null,
   presenter: false,
   exercises: true, // the exercise panel shown (outside presenter mode)
@@ -87,6 +88,7 @@ function dirty(...regions) {
 function onMessage(m) {
   if (stats.markMessages >= 0 && stats.burstStart === 0) stats.burstStart = performance.now();
   if (m.type === "snapshot") snapshot(st, m.data || {});
+  else if (m.type === "exercise") exercises.changed(m.data && m.data.exercise);
   else apply(st, m);
   schedule();
 }
@@ -235,7 +237,7 @@ function sendRequest() {
   if (!key) return;
   ui.svcChoice = key;
   act("send", ["flow"], async () => {
-    addTrace(st, await api("POST", "/api/requests", { service: key }));
+    addTrace(st, await api("POST", "/api/requests", { service: key, kind: ui.sendKind }));
   });
 }
 
@@ -320,6 +322,10 @@ document.addEventListener("click", (e) => {
   }
 });
 
+document.getElementById("send-kind").addEventListener("change", (e) => {
+  ui.sendKind = e.target.value;
+  dirty("flow");
+});
 document.getElementById("svc-select").addEventListener("change", (e) => {
   ui.svcChoice = e.target.value;
   dirty("flow");

@@ -1,8 +1,11 @@
 // Exercise panel: the list with a progress badge per exercise, the chosen
-// exercise's steps (body, commands to try, hints on demand, the results of
-// "check now", the explanation once passed), its quiz, and "reset". The
-// panel is not fed by the websocket: it asks /api/exercises when the
-// student acts, so every verdict comes from the lab's checker.
+// exercise's steps (body, commands to try, hints on demand, the solution
+// once a hint was opened, an answer box for steps that ask for a value
+// read in the lab, the results of "check now", the explanation once
+// passed), its quiz, and "reset". Every verdict comes from the lab's
+// checker: the panel asks /api/exercises when the student acts, and again
+// when the stream says an exercise's progress changed (the lab checks by
+// itself as it changes, so a step turns green without a click).
 
 import { h, t, setText, setAttr, show } from "./util.js";
 
@@ -29,6 +32,7 @@ export function initExercises({ api, fillConsole }) {
     detail: document.getElementById("ex-detail"),
     name: document.getElementById("ex-name"),
     goal: document.getElementById("ex-goal"),
+    meta: document.getElementById("ex-meta"),
     unavailable: document.getElementById("ex-unavailable"),
     check: document.querySelector('[data-action="ex-check"]'),
     reset: document.querySelector('[data-action="ex-reset"]'),
@@ -45,6 +49,7 @@ export function initExercises({ api, fillConsole }) {
     detail: null,
     reports: {}, // exercise id -> the last CheckReport
     hints: {}, // "exercise/step" -> how many hints are shown
+    drafts: {}, // "exercise/step" -> what is typed in the answer box
     open: new Set(), // "exercise/step" of steps whose <details> is open
     busy: "", // "check", "reset", "quiz", "load"
     resetArmed: 0,
@@ -166,6 +171,41 @@ export function initExercises({ api, fillConsole }) {
     });
   }
 
+  function answerStep(step) {
+    const id = ex.chosen;
+    const key = id + "/" + step;
+    const value = (ex.drafts[key] || "").trim();
+    if (!value) return;
+    run("answer", async () => {
+      const res = await api("POST", q("/api/exercises/" + encodeURIComponent(id) + "/steps/" + encodeURIComponent(step) + "/answer"), { answer: value });
+      if (res.report) ex.reports[id] = res.report;
+      await Promise.all([loadDetail(id), loadList()]);
+      setStatus(res.detail, !res.correct);
+    });
+  }
+
+  // changed: the stream says an exercise's progress changed (the lab's own
+  // check, or another tab). Reread it, and say which step just passed.
+  let pending = 0;
+  function changed(id) {
+    clearTimeout(pending);
+    pending = setTimeout(async () => {
+      if (ex.busy) return changed(id);
+      const before = ex.detail && ex.detail.id === id ? new Set(ex.detail.steps.filter((s) => s.passed).map((s) => s.id)) : null;
+      try {
+        await loadList();
+        if (ex.chosen === id) await loadDetail(id);
+      } catch {
+        return;
+      }
+      if (before && ex.detail && ex.detail.id === id) {
+        const now = ex.detail.steps.find((s) => s.passed && !before.has(s.id));
+        if (now) setStatus(t("ex.auto", { step: now.title }));
+      }
+      render();
+    }, 150);
+  }
+
   function answer(qid, choice) {
     const id = ex.chosen;
     run("quiz", async () => {
@@ -231,6 +271,11 @@ export function initExercises({ api, fillConsole }) {
     setAttr(el.detail, "data-exercise", d.id);
     setText(el.name, t("ex.pick", { n: d.order, title: d.title }));
     setText(el.goal, d.goal);
+    const meta = [t("ex.meta.minutes", { n: d.minutes })];
+    if (d.profiles && d.profiles.length) meta.push(t("ex.meta.profiles", { list: d.profiles.join(", ") }));
+    if (d.requires && d.requires.length) meta.push(t("ex.meta.requires", { list: d.requires.join(", ") }));
+    if (d.latency) meta.push(t("ex.meta.pace", { d: d.latency, now: d.cloudLatency }));
+    setText(el.meta, meta.join(" · "));
     setText(el.setup, d.setup);
     setText(el.unavailable, d.available ? "" : t("ex.unavailable", { msg: d.unavailable || "" }));
     show(el.unavailable, !d.available);
@@ -320,11 +365,64 @@ export function initExercises({ api, fillConsole }) {
         );
       }
     }
+    if (active && s.answer) parts.push(answerBox(key, s));
+    // The solution is there once the student asked for a hint.
+    if (active && s.solution && s.solution.length && ((ex.hints[key] || 0) > 0 || !s.hints.length)) {
+      const det = h(
+        "details",
+        { class: "ex-solution", "data-key": key + "/solution", "data-testid": "ex-solution-" + s.id },
+        h("summary", { text: t("ex.solution") }),
+        h(
+          "ul",
+          { class: "ex-cmds" },
+          s.solution.map((c) =>
+            h(
+              "li",
+              null,
+              c.command
+                ? c.console
+                  ? h("button", { type: "button", class: "ex-cmd", "data-action": "ex-cmd", "data-line": c.command, "aria-label": t("ex.cmd.copy", { cmd: c.command }) }, h("code", { text: c.command }))
+                  : h("code", { class: "ex-cmd ex-cmd-shell", text: c.command })
+                : h("span", { text: c.action }),
+            ),
+          ),
+        ),
+      );
+      det.open = ex.open.has(key + "/solution");
+      det.addEventListener("toggle", () => (det.open ? ex.open.add(key + "/solution") : ex.open.delete(key + "/solution")));
+      parts.push(det);
+    }
     if (s.attempts > 0 && !s.passed) parts.push(h("p", { class: "hint", text: t("ex.attempts", { n: s.attempts }) }));
     if (status === "passed" && s.explanation) {
       parts.push(h("div", { class: "ex-explanation", "data-testid": "ex-explanation-" + s.id }, h("strong", { text: t("ex.explanation") }), h("p", { text: s.explanation })));
     }
     return h("li", { class: "ex-step", "data-status": status, "data-step": s.id, "aria-labelledby": headId, "aria-current": active ? "step" : null, "data-testid": "ex-step-" + s.id }, parts);
+  }
+
+  function answerBox(key, s) {
+    const a = s.answer;
+    const inputId = "ex-answer-" + s.id;
+    const input = h("input", {
+      id: inputId,
+      type: "text",
+      class: "ex-answer-input",
+      autocomplete: "off",
+      spellcheck: "false",
+      maxlength: "256",
+      "data-key": key,
+      "data-testid": "ex-answer-input-" + s.id,
+    });
+    input.value = ex.drafts[key] !== undefined ? ex.drafts[key] : "";
+    input.addEventListener("input", () => (ex.drafts[key] = input.value));
+    const result = a.attempts > 0 ? (a.correct ? t("ex.answer.right", { v: a.value }) : t("ex.answer.wrong", { v: a.value })) : "";
+    return h(
+      "form",
+      { class: "ex-answer", "data-step": s.id, "data-testid": "ex-answer-" + s.id },
+      h("label", { for: inputId, text: a.prompt }),
+      input,
+      h("button", { type: "submit", class: "btn btn-small", disabled: !!ex.busy, "data-testid": "ex-answer-submit-" + s.id, text: t("ex.answer.submit") }),
+      h("p", { class: "ex-answer-result " + (a.correct ? "ok" : "bad"), role: "status", "data-testid": "ex-answer-result-" + s.id, text: result }),
+    );
   }
 
   function commandList(s) {
@@ -383,6 +481,13 @@ export function initExercises({ api, fillConsole }) {
     );
   }
 
+  el.panel.addEventListener("submit", (e) => {
+    const f = e.target.closest("form.ex-answer");
+    if (!f) return;
+    e.preventDefault();
+    answerStep(f.getAttribute("data-step"));
+  });
+
   el.panel.addEventListener("click", (e) => {
     const b = e.target.closest("[data-action]");
     if (!b || b.disabled) return;
@@ -413,5 +518,5 @@ export function initExercises({ api, fillConsole }) {
     }
   });
 
-  return { refresh, state: ex };
+  return { refresh, changed, state: ex };
 }

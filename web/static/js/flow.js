@@ -46,9 +46,11 @@ export function renderFlow(st, ui) {
   renderStuck(document.getElementById("svc-stuck"), flow && flow.step < 6 ? flow.stuck : null);
 
   const send = document.getElementById("send-request");
-  const canSend = !!(flow && lb) && !ui.busy.has("send");
+  // ClusterIP and NodePort answer without a load balancer (exercise 3).
+  const kind = ui.sendKind || "loadbalancer";
+  const canSend = !!(flow && (lb || kind !== "loadbalancer")) && !ui.busy.has("send");
   send.disabled = !canSend;
-  setAttr(send, "title", flow && !lb ? t("flow.send.wait") : null);
+  setAttr(send, "title", flow && !lb && kind === "loadbalancer" ? t("flow.send.wait") : null);
   setText(send, ui.busy.has("send") ? t("flow.sending") : t("flow.send"));
 
   const handlerOn = flow && flow.handler === "lbc" ? st.controllers.lbc : st.controllers.service;
