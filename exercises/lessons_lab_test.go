@@ -10,9 +10,54 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	servicehelper "k8s.io/cloud-provider/service/helpers"
 
+	"github.com/ccmlab/ccmlab/exercises/check"
+	"github.com/ccmlab/ccmlab/internal/testutil"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/profile"
 )
+
+// expectFailFirst: straight after the reset no step passes, and each
+// step's checks, evaluated on their own with the evidence counted from the
+// reset (ignoring the step order), do not all hold; a step that asks for
+// an answer cannot pass before one is typed.
+func (w *world) expectFailFirst(t *testing.T, id string) {
+	t.Helper()
+	ctx := context.Background()
+	ex := w.svc.byID[id]
+	start, err := w.svc.startOf(ctx, id)
+	must(t, err)
+	w.svc.mu.Lock()
+	r := *w.svc.runOf(id)
+	w.svc.mu.Unlock()
+	for _, st := range ex.Steps {
+		if st.Answer != nil {
+			continue
+		}
+		in := check.Input{Start: start, StartSeq: r.startSeq, Since: r.startSeq, Exercise: id, Step: st.ID}
+		failed := false
+		for _, c := range st.Checks {
+			if !check.EvaluateStep(ctx, w.svc.cfg.Env, in, c).Pass {
+				failed = true
+			}
+		}
+		if !failed {
+			t.Errorf("%s/%s: every check passes without the student doing anything", id, st.ID)
+		}
+	}
+	rep := w.check(t, id)
+	for i, s := range rep.Steps {
+		want := StepLocked
+		if i == 0 {
+			want = StepFailed
+		}
+		if s.Status != want {
+			t.Errorf("%s/%s after a reset: %s, want %s", id, s.ID, describe(s), want)
+		}
+	}
+	if rep.Done {
+		t.Errorf("%s is done without doing anything", id)
+	}
+}
 
 // The lessons added for the rest of the chapter, played the way their
 // solutions say, against the real lab: nothing passes right after the
@@ -22,7 +67,7 @@ func TestExerciseDeleteFinalizer(t *testing.T) {
 	w := theWorld(t)
 	const id = "delete-finalizer"
 	w.reset(t, id)
-	w.expectNothingPasses(t, id)
+	w.expectFailFirst(t, id)
 
 	w.run(t, id, "finalizer", "create deployment")
 	w.run(t, id, "finalizer", "expose deployment")
@@ -51,7 +96,7 @@ func TestExerciseShutdownTaint(t *testing.T) {
 	w := theWorld(t)
 	const id = "shutdown-taint"
 	w.reset(t, id)
-	w.expectNothingPasses(t, id)
+	w.expectFailFirst(t, id)
 
 	inst := runningInstances(w.cloud)[0]
 	user := cloud.WithCaller(context.Background(), "user")
@@ -81,11 +126,27 @@ func TestExerciseIngressIPHostname(t *testing.T) {
 	w := theWorld(t)
 	const id = "ingress-ip-hostname"
 	w.reset(t, id)
-	w.expectNothingPasses(t, id)
+	w.expectFailFirst(t, id)
 
 	w.run(t, id, "expose", "create deployment")
 	w.run(t, id, "expose", "expose deployment")
-	w.waitStep(t, id, "expose", 30*time.Second)
+	ctx := context.Background()
+	testutil.Eventually(t, 30*time.Second, "addr's EXTERNAL-IP", func() (bool, string) {
+		svc, err := env.Client.CoreV1().Services("default").Get(ctx, "addr", metav1.GetOptions{})
+		return err == nil && len(svc.Status.LoadBalancer.Ingress) > 0, ""
+	})
+	// A wrong answer does not pass; the right one (aws: hostname) does.
+	res, err := w.svc.AnswerStep(ctx, id, "expose", "ip", "en")
+	must(t, err)
+	if res.Correct {
+		t.Fatalf("ip was taken in the aws profile: %+v", res)
+	}
+	res, err = w.svc.AnswerStep(ctx, id, "expose", "hostname", "en")
+	must(t, err)
+	if !res.Correct {
+		t.Fatalf("hostname was refused: %+v", res)
+	}
+	w.waitStep(t, id, "expose", 10*time.Second)
 	w.expectDone(t, id)
 	// The aws profile writes a host name, never an ip.
 	out := w.run(t, id, "expose", "jsonpath")
@@ -98,7 +159,7 @@ func TestExerciseLBCAnnotations(t *testing.T) {
 	w := theWorld(t)
 	const id = "lbc-annotations"
 	w.reset(t, id)
-	w.expectNothingPasses(t, id)
+	w.expectFailFirst(t, id)
 
 	w.run(t, id, "external", "create deployment")
 	w.run(t, id, "external", `"external"}}}`)
@@ -124,7 +185,7 @@ func TestExerciseRateLimits(t *testing.T) {
 	w := theWorld(t)
 	const id = "rate-limits"
 	w.reset(t, id)
-	w.expectNothingPasses(t, id)
+	w.expectFailFirst(t, id)
 
 	must(t, w.cloud.SetFaults(cloud.Faults{QPS: 0.2, Burst: 1}))
 	w.waitStep(t, id, "throttle", 10*time.Second)
@@ -149,7 +210,7 @@ func TestExerciseCloudProviderInterface(t *testing.T) {
 	w := theWorld(t)
 	const id = "cloudprovider-interface"
 	w.reset(t, id)
-	w.expectNothingPasses(t, id)
+	w.expectFailFirst(t, id)
 
 	w.launch(t)
 	w.waitStep(t, id, "node-joins", 60*time.Second)

@@ -89,7 +89,7 @@ func TestMysteryPendingEveryCause(t *testing.T) {
 			if d.Service != "default/shop" || d.Named || d.Cause != "" || d.StepsPassed != 0 {
 				t.Fatalf("after reset: %+v, stepsPassed %d", d.MysteryView, d.StepsPassed)
 			}
-			w.expectNothingPasses(t, MysteryID)
+			w.expectFailFirst(t, MysteryID)
 			if tr := w.sendLB(t, MysteryService); tr.Status == 200 {
 				t.Fatalf("the load balancer answers before the fix: %+v", tr)
 			}

@@ -91,7 +91,10 @@ func lifecycleCases() []checkCase {
 			f.mark()
 		}, false},
 		{"still there", sgone, func(f *fixture) { f.svc("fin", withFinalizer, deleting) }, false},
-		{"lb left behind", sgone, func(f *fixture) { lbTagged(f); f.call(cloud.ActionDeleteLoadBalancer, "service-controller", "AccessDenied") }, false},
+		{"lb left behind", sgone, func(f *fixture) {
+			lbTagged(f)
+			f.call(cloud.ActionDeleteLoadBalancer, "service-controller", "AccessDenied")
+		}, false},
 
 		{"started again", format.CheckSpec{Kind: "shutdownCleared"}, func(f *fixture) {
 			inst := f.stopped()
