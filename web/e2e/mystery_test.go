@@ -140,3 +140,49 @@ func TestDeleteFinalizerThroughThePage(t *testing.T) {
 	b.waitFor(t, "the badge done", q("ex-badge-"+id)+`.dataset.state === "done"`, 15*time.Second)
 	b.check(t)
 }
+
+// TestKubevirtHandsOnThroughThePage: the chapter's hands-on in a kubevirt
+// lab (no Service controller), done with the page's console and request
+// panel: EXTERNAL-IP stays <pending>, the NodePort answers.
+func TestKubevirtHandsOnThroughThePage(t *testing.T) {
+	needChromium(t)
+	l := startLab(t, "--profile", "kubevirt")
+	b := openPage(t, l, "en")
+	const id = "kubevirt-handson"
+	pickExercise(t, b, id)
+	resetExercise(t, b, web.EN)
+	if eval[bool](t, b, q("ctrl-switch-service")+` !== null`) {
+		t.Error("a kubevirt lab shows a Service controller switch")
+	}
+	if st, out := consoleRun(t, b, "kubectl get node -o jsonpath='{range .items[*]}{.metadata.name}{\"\\t\"}{.spec.providerID}{\"\\n\"}{end}'"); st != "ok" || !strings.Contains(out, "kubevirt://") {
+		t.Errorf("providerIDs: %s %q", st, out)
+	}
+	for _, line := range []string{"kubectl create deployment web --image=nginx:1.29 --port=80", "kubectl expose deployment web --type=LoadBalancer --port=80"} {
+		if st, out := consoleRun(t, b, line); st != "ok" {
+			t.Fatalf("%s: %s %q", line, st, out)
+		}
+	}
+	waitPassed(t, b, "expose", 60*time.Second)
+	if st, out := consoleRun(t, b, "kubectl get svc web"); st != "ok" || !strings.Contains(out, "<pending>") {
+		t.Errorf("kubectl get svc web: %s %q", st, out)
+	}
+
+	b.waitFor(t, "web in the request panel", `[...`+q("flow-service-select")+`.options].some((o) => o.value === "default/web")`, 30*time.Second)
+	setSelect(t, b, "flow-service-select", "default/web")
+	setSelect(t, b, "send-kind", "nodeport")
+	deadline := time.Now().Add(60 * time.Second)
+	for stepStatus(t, b, "nodeport") != "passed" {
+		if time.Now().After(deadline) {
+			b.dump(t)
+			t.Fatalf("nodeport still %s", stepStatus(t, b, "nodeport"))
+		}
+		b.waitFor(t, "send enabled", `!`+q("send-request")+`.disabled`, 30*time.Second)
+		b.click(t, "send-request")
+		time.Sleep(2 * time.Second)
+		if eval[bool](t, b, `!`+q("ex-check")+`.disabled`) {
+			b.click(t, "ex-check")
+		}
+	}
+	b.waitFor(t, "the badge done", q("ex-badge-"+id)+`.dataset.state === "done"`, 15*time.Second)
+	b.check(t)
+}
