@@ -6,23 +6,23 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	cloudproviderapi "k8s.io/cloud-provider/api"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/ccmlab/ccmlab/controllers"
 	"github.com/ccmlab/ccmlab/exercises/check"
 	"github.com/ccmlab/ccmlab/exercises/console"
 	"github.com/ccmlab/ccmlab/exercises/format"
+	"github.com/ccmlab/ccmlab/internal/kube"
 	"github.com/ccmlab/ccmlab/internal/testutil"
 	"github.com/ccmlab/ccmlab/lab/cloud"
+	"github.com/ccmlab/ccmlab/lab/dataplane"
+	"github.com/ccmlab/ccmlab/lab/flow"
+	"github.com/ccmlab/ccmlab/lab/history"
 	"github.com/ccmlab/ccmlab/lab/profile"
 )
 
@@ -41,6 +41,14 @@ func (w *world) reset(t *testing.T, id string) {
 	}
 	t.Logf("reset %s took %s", id, time.Since(begin).Round(time.Millisecond))
 	t.Cleanup(func() { w.restore(t, id) })
+	// What GET /api/exercises answers: nothing passed right after a reset.
+	list, err := w.svc.List(context.Background(), "en")
+	must(t, err)
+	for _, s := range list {
+		if s.ID == id && (s.StepsPassed != 0 || s.Done) {
+			t.Fatalf("right after its reset %s has %d steps passed (done %v)", id, s.StepsPassed, s.Done)
+		}
+	}
 }
 
 // restore puts the lab back for the next test: no faults, every switch at
@@ -87,7 +95,8 @@ func describe(r StepResult) string {
 	return b.String()
 }
 
-// waitStep checks the exercise until step has passed.
+// waitStep checks the exercise until step has passed. Check looks at the
+// current step only, so a later step is reached one check at a time.
 func (w *world) waitStep(t *testing.T, id, step string, timeout time.Duration) CheckReport {
 	t.Helper()
 	begin := time.Now()
@@ -115,8 +124,64 @@ func (w *world) waitStep(t *testing.T, id, step string, timeout time.Duration) C
 	return last
 }
 
+// failsNow: step is the current one and a check right now fails it (the
+// student has not acted yet); the steps after it are locked.
+func (w *world) failsNow(t *testing.T, id, step string) StepResult {
+	t.Helper()
+	rep := w.check(t, id)
+	r := stepOf(rep, step)
+	if rep.CurrentStep != step || r.Status != StepFailed || !r.Checked {
+		t.Fatalf("%s/%s before the action: current %q, %s", id, step, rep.CurrentStep, describe(r))
+	}
+	after := false
+	for _, s := range rep.Steps {
+		if after && s.Status != StepLocked {
+			t.Errorf("%s/%s is %s while %s is current", id, s.ID, s.Status, step)
+		}
+		after = after || s.ID == step
+	}
+	return r
+}
+
+// answer types value for step and says whether it was right.
+func (w *world) answer(t *testing.T, id, step, value string) StepAnswerResult {
+	t.Helper()
+	res, err := w.svc.AnswerStep(context.Background(), id, step, value, "en")
+	if err != nil {
+		t.Fatalf("answering %s/%s: %v", id, step, err)
+	}
+	return res
+}
+
+// send is a student's request (the page's request panel, or the API).
+func (w *world) send(t *testing.T, r dataplane.Request) dataplane.Trace {
+	t.Helper()
+	r.Origin = dataplane.OriginAPI
+	tr, err := w.dp.Do(context.Background(), r)
+	if err != nil {
+		t.Fatalf("request %+v: %v", r, err)
+	}
+	return tr
+}
+
+// recorded waits until the history has the trace (it follows the data
+// plane's trace stream, a moment behind).
+func (w *world) recorded(t *testing.T, traceID string) {
+	t.Helper()
+	testutil.Eventually(t, 10*time.Second, "trace "+traceID+" in the history", func() (bool, string) {
+		entries, _ := w.svc.cfg.Env.History.Since(0)
+		for _, e := range entries {
+			if e.Kind == history.KindTrace && e.Trace.ID == traceID {
+				return true, ""
+			}
+		}
+		return false, "not yet"
+	})
+}
+
 // expectNothingPasses: straight after a reset no step passes, and each
-// step's checks, evaluated on their own (ignoring the step order), fail.
+// step's checks, evaluated on their own against what happened since the
+// reset (ignoring the step order), fail.
 func (w *world) expectNothingPasses(t *testing.T, id string) {
 	t.Helper()
 	ctx := context.Background()
@@ -125,10 +190,14 @@ func (w *world) expectNothingPasses(t *testing.T, id string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	w.svc.mu.Lock()
+	r := *w.svc.runOf(id)
+	w.svc.mu.Unlock()
+	in := check.Input{Start: start, StartSeq: r.startSeq, Since: r.startSeq}
 	for _, st := range ex.Steps {
-		failed := false
+		failed := st.Answer != nil // nothing typed yet
 		for _, c := range st.Checks {
-			if !check.Evaluate(ctx, w.svc.cfg.Env, start, c).Pass {
+			if !check.EvaluateStep(ctx, w.svc.cfg.Env, in, c).Pass {
 				failed = true
 			}
 		}
@@ -233,88 +302,153 @@ func TestExerciseNodeInit(t *testing.T) {
 	w.reset(t, id)
 	w.expectNothingPasses(t, id)
 
-	// The wrong way: a VM joins while the Node controller is off. It is
-	// registered, but nothing of the cloud is written.
+	// The Node controller off first: the VM joins, but nothing of the
+	// cloud is written, so a right answer alone does not pass provider-id.
 	must(t, w.manager.Disable(profile.Node))
+	w.failsNow(t, id, "launch")
 	inst := w.launch(t)
 	w.waitStep(t, id, "launch", 30*time.Second)
-	time.Sleep(2 * time.Second)
+	w.failsNow(t, id, "provider-id")
+	if res := w.answer(t, id, "provider-id", "i-0000000000"); res.Correct {
+		t.Fatalf("a made-up instance ID was taken: %+v", res)
+	}
+	if res := w.answer(t, id, "provider-id", inst.ID); !res.Correct {
+		t.Fatalf("the new VM's instance ID was refused: %+v", res)
+	}
 	if r := stepOf(w.check(t, id), "provider-id"); r.Status != StepFailed {
 		t.Fatalf("provider-id without a Node controller: %s", describe(r))
 	}
 
 	must(t, w.manager.Enable(profile.Node))
-	w.waitStep(t, id, "taint-gone", 60*time.Second)
+	w.waitStep(t, id, "provider-id", 60*time.Second)
+	w.failsNow(t, id, "addresses")
+	w.answer(t, id, "addresses", inst.PrivateIP)
+	w.waitStep(t, id, "addresses", 10*time.Second)
+	w.failsNow(t, id, "labels")
+	w.answer(t, id, "labels", inst.Zone)
+	w.waitStep(t, id, "labels", 10*time.Second)
+	r := w.failsNow(t, id, "taint-gone")
+	t.Logf("taint-gone before the answer: %s", describe(r))
+	if res := w.answer(t, id, "taint-gone", "kubelet"); res.Correct {
+		t.Fatalf("the kubelet named as the remover: %+v", res)
+	}
+	out := w.kubectl(t, "kubectl get node "+inst.PrivateDNSName+" --show-managed-fields -o yaml")
+	if !strings.Contains(out, controllers.FieldManager) {
+		t.Fatalf("managedFields do not name %s:\n%s", controllers.FieldManager, out)
+	}
+	if res := w.answer(t, id, "taint-gone", controllers.FieldManager); !res.Correct || res.Report == nil {
+		t.Fatalf("the CCM's field manager was refused: %+v", res)
+	}
 	w.expectDone(t, id)
 
 	// The chapter's command shows the new Node's providerID as written.
-	out := w.run(t, id, "provider-id", "providerID")
+	out = w.run(t, id, "provider-id", "providerID")
 	if want := inst.PrivateDNSName + "\taws:///" + inst.Zone + "/" + inst.ID; !strings.Contains(out, want) {
 		t.Errorf("providerID listing lacks %q:\n%s", want, out)
 	}
+	if _, err := w.svc.AnswerStep(context.Background(), id, "launch", "x", "en"); !errors.Is(err, ErrBadInput) {
+		t.Errorf("an answer for a step that asks none: %v", err)
+	}
+	if _, err := w.svc.AnswerStep(context.Background(), id, "labels", "  ", "en"); !errors.Is(err, ErrBadInput) {
+		t.Errorf("an empty answer: %v", err)
+	}
+	if _, err := w.svc.AnswerStep(context.Background(), id, "labels", inst.Zone, "en"); !errors.Is(err, ErrNotCurrent) {
+		t.Errorf("an answer for a passed step: %v", err)
+	}
 }
 
+// Exercise 2 starts from VMs no Node controller has touched; removing
+// the taint with kubectl does not pass it, and cannot be repaired by the
+// Node controller either.
 func TestExerciseNoCCM(t *testing.T) {
 	w := theWorld(t)
 	const id = "no-ccm"
+	ctx := context.Background()
 	w.reset(t, id)
+	nodes, err := env.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	must(t, err)
+	for _, n := range nodes.Items {
+		if n.Spec.ProviderID != "" || n.Labels[flow.LabelZone] != "" || !kube.HasUninitializedTaint(&n) {
+			t.Errorf("Node %s after the reset: providerID %q, zone %q, taints %v", n.Name, n.Spec.ProviderID, n.Labels[flow.LabelZone], n.Spec.Taints)
+		}
+	}
 	w.expectNothingPasses(t, id)
 
+	w.failsNow(t, id, "stuck")
 	w.run(t, id, "stuck", "create deployment")
 	w.waitStep(t, id, "stuck", 30*time.Second)
 	if out := w.run(t, id, "stuck", "describe pods"); !strings.Contains(out, "untolerated taint") {
 		t.Errorf("describe pods does not show the taint:\n%s", out)
 	}
 
-	// The wrong way: take the taint off by hand. The Pod runs, but the
-	// step is about the Node controller, which is still off.
-	ctx := context.Background()
-	nodes, err := env.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	must(t, err)
-	for _, n := range nodes.Items {
-		must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			cur, err := env.Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			cur.Spec.Taints = slices.DeleteFunc(cur.Spec.Taints, func(t corev1.Taint) bool { return t.Key == cloudproviderapi.TaintExternalCloudProvider })
-			_, err = env.Client.CoreV1().Nodes().Update(ctx, cur, metav1.UpdateOptions{})
-			return err
-		}))
-	}
-	// Barrier: the step's own podsRunning check passes, which is all the
-	// wrong way can achieve; with that seen, the step must still fail.
+	// The wrong way: kubectl taint, then the Node controller on.
+	w.failsNow(t, id, "node-controller-on")
+	w.kubectl(t, "kubectl taint nodes --all node.cloudprovider.kubernetes.io/uninitialized-")
+	must(t, w.manager.Enable(profile.Node))
+	// Barrier: the Pod runs and the switch is seen; with that, the step
+	// must still fail, because no Node controller removed a taint.
 	var r StepResult
 	testutil.Eventually(t, 60*time.Second, "the Pod running after the taint came off by hand", func() (bool, string) {
 		r = stepOf(w.check(t, id), "node-controller-on")
+		running, switched := false, false
 		for _, c := range r.Checks {
-			if c.Kind == "podsRunning" && c.Pass {
-				return true, ""
-			}
+			running = running || c.Kind == "podsRunning" && c.Pass
+			switched = switched || c.Kind == "switched" && c.Pass
 		}
-		return false, describe(r)
+		return running && switched, describe(r)
 	})
 	if r.Status != StepFailed {
-		t.Fatalf("removing the taint by hand passed: %s", describe(r))
+		t.Fatalf("removing the taint with kubectl passed: %s", describe(r))
+	}
+	for _, c := range r.Checks {
+		if (c.Kind == "objectChange" || c.Kind == "nodesInitialized") && c.Pass {
+			t.Errorf("%s passes after kubectl removed the taint: %s", c.Kind, c.Detail)
+		}
 	}
 
-	// The right way.
-	must(t, w.svc.Reset(ctx, id))
+	// The right way, from a fresh reset.
+	w.reset(t, id)
 	w.run(t, id, "stuck", "create deployment")
 	w.waitStep(t, id, "stuck", 30*time.Second)
+	w.failsNow(t, id, "node-controller-on")
 	must(t, w.manager.Enable(profile.Node))
 	w.waitStep(t, id, "node-controller-on", 60*time.Second)
 	w.expectDone(t, id)
+}
+
+func (w *world) lbOf(t *testing.T, svc string) string {
+	t.Helper()
+	var lb string
+	testutil.Eventually(t, 60*time.Second, "a load balancer for "+svc, func() (bool, string) {
+		f, ok := w.obs.ServiceFlow(format.Namespace + "/" + svc)
+		lb = f.LB
+		return ok && lb != "", fmt.Sprintf("%+v", f)
+	})
+	return lb
+}
+
+func (w *world) service(t *testing.T, name string) *corev1.Service {
+	t.Helper()
+	svc, err := env.Client.CoreV1().Services(format.Namespace).Get(context.Background(), name, metav1.GetOptions{})
+	must(t, err)
+	return svc
 }
 
 func TestExercisePendingOnPurpose(t *testing.T) {
 	w := theWorld(t)
 	const id = "pending-on-purpose"
 	w.reset(t, id)
+	d, err := w.svc.Get(context.Background(), id, "en")
+	must(t, err)
+	if d.Latency != "1s" || w.cloud.Faults().Latency.Duration != time.Second {
+		t.Fatalf("the classroom pace: detail %q, cloud %s", d.Latency, w.cloud.Faults().Latency)
+	}
 	w.expectNothingPasses(t, id)
 
+	w.failsNow(t, id, "service-off")
 	must(t, w.manager.Disable(profile.Service))
 	w.waitStep(t, id, "service-off", 10*time.Second)
+	w.failsNow(t, id, "expose")
 	w.run(t, id, "expose", "create deployment")
 	w.run(t, id, "expose", "expose deployment")
 	w.waitStep(t, id, "expose", 30*time.Second)
@@ -324,14 +458,65 @@ func TestExercisePendingOnPurpose(t *testing.T) {
 	if out := w.run(t, id, "expose", "get svc web"); !strings.Contains(out, "<pending>") {
 		t.Errorf("get svc web:\n%s", out)
 	}
-	w.waitStep(t, id, "still-answers", 60*time.Second)
 
+	// The lab's own requests never count; the student's do.
+	w.failsNow(t, id, "still-answers")
+	svc := w.service(t, "web")
+	testutil.Eventually(t, 60*time.Second, "web answering on its ClusterIP", func() (bool, string) {
+		tr, err := w.dp.Do(context.Background(), dataplane.Request{Kind: dataplane.KindClusterIP, IP: svc.Spec.ClusterIP, Port: 80, Origin: dataplane.OriginLab})
+		return err == nil && tr.Status == 200, fmt.Sprint(tr.Status, err)
+	})
+	if _, err := w.dp.Do(context.Background(), dataplane.Request{Kind: dataplane.KindNodePort, Node: runningInstances(w.cloud)[0].PrivateDNSName, Port: svc.Spec.Ports[0].NodePort, Origin: dataplane.OriginLab}); err != nil {
+		t.Fatal(err)
+	}
+	w.failsNow(t, id, "still-answers")
+	w.send(t, dataplane.Request{Kind: dataplane.KindClusterIP, IP: svc.Spec.ClusterIP, Port: 80})
+	w.send(t, dataplane.Request{Kind: dataplane.KindNodePort, Node: runningInstances(w.cloud)[0].PrivateDNSName, Port: svc.Spec.Ports[0].NodePort})
+	w.waitStep(t, id, "still-answers", 10*time.Second)
+
+	w.failsNow(t, id, "service-on")
 	must(t, w.manager.Enable(profile.Service))
+	var ingress string
+	testutil.Eventually(t, 90*time.Second, "EXTERNAL-IP", func() (bool, string) {
+		ingress = check.IngressOf(w.service(t, "web"))
+		return ingress != "", "pending"
+	})
+	if res := w.answer(t, id, "service-on", ingress); !res.Correct {
+		t.Fatalf("EXTERNAL-IP %s refused: %+v", ingress, res)
+	}
 	w.waitStep(t, id, "service-on", 60*time.Second)
 	w.expectDone(t, id)
 	if out := w.run(t, id, "service-on", "describe svc"); !strings.Contains(out, "EnsuredLoadBalancer") {
 		t.Errorf("describe svc web lacks EnsuredLoadBalancer:\n%s", out)
 	}
+}
+
+// The trap of issue 11: switching the Service controller back on before
+// "expose" was checked must not make "expose" impossible.
+func TestExercisePendingActingEarly(t *testing.T) {
+	w := theWorld(t)
+	const id = "pending-on-purpose"
+	w.reset(t, id)
+	must(t, w.manager.Disable(profile.Service))
+	w.waitStep(t, id, "service-off", 10*time.Second)
+	w.run(t, id, "expose", "create deployment")
+	w.run(t, id, "expose", "expose deployment")
+	testutil.Eventually(t, 30*time.Second, "the Service recorded", func() (bool, string) {
+		entries, _ := w.svc.cfg.Env.History.Since(0)
+		for _, e := range entries {
+			if e.Kind == history.KindObject && e.Object.Resource == "services" && e.Object.Name == "web" && e.Object.Verb == history.VerbCreated {
+				return true, ""
+			}
+		}
+		return false, "not yet"
+	})
+	// Too early: the controller back on, and the load balancer made,
+	// before anyone checked "expose".
+	must(t, w.manager.Enable(profile.Service))
+	testutil.Eventually(t, 90*time.Second, "EXTERNAL-IP", func() (bool, string) {
+		return check.IngressOf(w.service(t, "web")) != "", "pending"
+	})
+	w.waitStep(t, id, "expose", 10*time.Second)
 }
 
 func TestExerciseIAMDeny(t *testing.T) {
@@ -340,8 +525,10 @@ func TestExerciseIAMDeny(t *testing.T) {
 	w.reset(t, id)
 	w.expectNothingPasses(t, id)
 
+	w.failsNow(t, id, "deny")
 	must(t, w.cloud.SetFaults(cloud.Faults{Deny: []string{cloud.ActionCreateLoadBalancer}}))
 	w.waitStep(t, id, "deny", 10*time.Second)
+	w.failsNow(t, id, "failed")
 	w.run(t, id, "failed", "create deployment")
 	w.run(t, id, "failed", "expose deployment")
 	w.waitStep(t, id, "failed", 60*time.Second)
@@ -349,9 +536,7 @@ func TestExerciseIAMDeny(t *testing.T) {
 		t.Errorf("describe svc iam-web:\n%s", out)
 	}
 	// Still denied: the last step does not pass.
-	if r := stepOf(w.check(t, id), "fix"); r.Status != StepFailed {
-		t.Fatalf("fix passed while still denied: %s", describe(r))
-	}
+	w.failsNow(t, id, "fix")
 	must(t, w.cloud.SetFaults(cloud.Faults{}))
 	w.waitStep(t, id, "fix", 90*time.Second)
 	w.expectDone(t, id)
@@ -363,11 +548,14 @@ func TestExerciseLBClass(t *testing.T) {
 	w.reset(t, id)
 	w.expectNothingPasses(t, id)
 
+	w.failsNow(t, id, "unhandled")
 	w.run(t, id, "unhandled", "create deployment")
 	w.run(t, id, "unhandled", "--overrides")
 	w.waitStep(t, id, "unhandled", 30*time.Second)
+	w.failsNow(t, id, "enable-lbc")
 	must(t, w.manager.Enable(controllers.AddonLBC))
 	w.waitStep(t, id, "enable-lbc", 60*time.Second)
+	w.failsNow(t, id, "instance-mode")
 	w.run(t, id, "instance-mode", "--name=nlb-instance")
 	w.waitStep(t, id, "instance-mode", 60*time.Second)
 	w.expectDone(t, id)
@@ -376,18 +564,65 @@ func TestExerciseLBClass(t *testing.T) {
 func TestExerciseLocalTraffic(t *testing.T) {
 	w := theWorld(t)
 	const id = "local-traffic"
+	ctx := context.Background()
 	w.reset(t, id)
 	w.expectNothingPasses(t, id)
 
+	w.failsNow(t, id, "extra-hop")
 	w.run(t, id, "extra-hop", "create deployment")
 	w.run(t, id, "extra-hop", "expose deployment")
-	w.waitStep(t, id, "extra-hop", 60*time.Second)
+	lb := w.lbOf(t, "local-web")
+	// Requests until one took the extra hop (the load balancer takes the
+	// nodes in turn; one Pod, three nodes).
+	testutil.Eventually(t, 60*time.Second, "a request with the extra hop", func() (bool, string) {
+		tr, err := w.dp.Do(ctx, dataplane.Request{Kind: dataplane.KindLoadBalancer, LB: lb, Origin: dataplane.OriginAPI})
+		if err != nil {
+			return false, err.Error()
+		}
+		if tr.Status == 200 && !tr.ExtraHop && tr.SourceIPSeenByPod == tr.ClientIP {
+			t.Errorf("Cluster kept the client IP without a forward: %+v", tr)
+		}
+		return tr.Status == 200 && tr.ExtraHop, fmt.Sprint(tr.Status, tr.Error)
+	})
+	w.waitStep(t, id, "extra-hop", 30*time.Second)
+
+	w.failsNow(t, id, "local")
 	w.run(t, id, "local", "patch svc")
-	w.waitStep(t, id, "local", 60*time.Second)
+	var seen, traceID string
+	testutil.Eventually(t, 60*time.Second, "a Local request keeping the client IP", func() (bool, string) {
+		tr, err := w.dp.Do(ctx, dataplane.Request{Kind: dataplane.KindLoadBalancer, LB: lb, Origin: dataplane.OriginAPI})
+		if err != nil {
+			return false, err.Error()
+		}
+		seen, traceID = tr.SourceIPSeenByPod, tr.ID
+		return tr.Status == 200 && tr.Policy == dataplane.PolicyLocal && !tr.ExtraHop && tr.SourceIPSeenByPod == tr.ClientIP, fmt.Sprint(tr.Status, tr.Policy, tr.Error)
+	})
+	w.recorded(t, traceID)
+	if res := w.answer(t, id, "local", seen); !res.Correct {
+		t.Fatalf("the client IP %s refused: %+v", seen, res)
+	}
+	w.waitStep(t, id, "local", 30*time.Second)
+
+	w.failsNow(t, id, "health")
+	var healthy int
+	testutil.Eventually(t, 60*time.Second, "one healthy target", func() (bool, string) {
+		l, _ := w.cloud.LookupLoadBalancer(lb)
+		healthy = 0
+		for _, tg := range l.Targets {
+			if tg.Health == cloud.TargetHealthy {
+				healthy++
+			}
+		}
+		return healthy == 1, fmt.Sprint(healthy)
+	})
+	if res := w.answer(t, id, "health", fmt.Sprint(healthy)); !res.Correct {
+		t.Fatalf("%d healthy refused: %+v", healthy, res)
+	}
 	w.waitStep(t, id, "health", 60*time.Second)
 
 	// One more replica than there are nodes.
-	nodes, err := env.Client.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	w.failsNow(t, id, "uneven")
+	nodes, err := env.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	must(t, err)
 	line := strings.Replace(w.stepLine(t, id, "uneven", "scale"), "--replicas=4", fmt.Sprintf("--replicas=%d", len(nodes.Items)+1), 1)
 	w.kubectl(t, line)
@@ -401,11 +636,14 @@ func TestExerciseRoutes(t *testing.T) {
 	w.reset(t, id)
 	w.expectNothingPasses(t, id)
 
+	w.failsNow(t, id, "no-route")
 	must(t, w.manager.Disable(profile.Route))
 	inst := w.launch(t)
 	w.waitStep(t, id, "no-route", 60*time.Second)
+	w.failsNow(t, id, "route-back")
 	must(t, w.manager.Enable(profile.Route))
 	w.waitStep(t, id, "route-back", 60*time.Second)
+	w.failsNow(t, id, "node-leaves")
 	w.terminate(t, inst.ID)
 	w.waitStep(t, id, "node-leaves", 90*time.Second)
 	w.expectDone(t, id)
@@ -417,6 +655,7 @@ func TestExerciseTerminatedVM(t *testing.T) {
 	w.reset(t, id)
 	w.expectNothingPasses(t, id)
 
+	w.failsNow(t, id, "not-ready")
 	must(t, w.manager.Disable(profile.NodeLifecycle))
 	victim := runningInstances(w.cloud)[0]
 	w.terminate(t, victim.ID)
@@ -424,6 +663,7 @@ func TestExerciseTerminatedVM(t *testing.T) {
 	if out := w.run(t, id, "not-ready", "get nodes"); !strings.Contains(out, "NotReady") {
 		t.Errorf("get nodes shows no NotReady node:\n%s", out)
 	}
+	w.failsNow(t, id, "deleted")
 	must(t, w.manager.Enable(profile.NodeLifecycle))
 	w.waitStep(t, id, "deleted", 60*time.Second)
 	w.expectDone(t, id)
@@ -431,20 +671,13 @@ func TestExerciseTerminatedVM(t *testing.T) {
 	// The wrong way: terminate with the node-lifecycle controller on. The
 	// Node goes away before anyone sees it NotReady, and the first step,
 	// which asks for the controller off, does not pass.
-	must(t, w.svc.Reset(context.Background(), id))
+	w.reset(t, id)
 	victim = runningInstances(w.cloud)[0]
 	w.terminate(t, victim.ID)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	testutil.Eventually(t, 60*time.Second, "the Node of the terminated VM deleted", func() (bool, string) {
 		_, err := env.Client.CoreV1().Nodes().Get(context.Background(), victim.PrivateDNSName, metav1.GetOptions{})
-		if err != nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the Node of the terminated VM was not deleted")
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return err != nil, "still there"
+	})
 	rep := w.check(t, id)
 	if r := stepOf(rep, "not-ready"); r.Status != StepFailed {
 		t.Errorf("not-ready passed the wrong way: %s", describe(r))
@@ -454,71 +687,13 @@ func TestExerciseTerminatedVM(t *testing.T) {
 	}
 }
 
-func TestExerciseReview(t *testing.T) {
-	w := theWorld(t)
-	const id = "review"
-	ctx := context.Background()
-	must(t, w.svc.Reset(ctx, id))
-	if rep := w.check(t, id); rep.Done || len(rep.Steps) != 0 {
-		t.Fatalf("a fresh quiz is done: %+v", rep)
-	}
-	ex := w.svc.byID[id]
-	for _, q := range ex.Quiz {
-		right := slices.IndexFunc(q.Choices, func(c format.Choice) bool { return c.Correct })
-		wrong := (right + 1) % len(q.Choices)
-		res, err := w.svc.Answer(ctx, id, q.ID, wrong, "ja")
-		must(t, err)
-		if res.Correct || res.Why != q.Choices[wrong].Why.JA || res.View.Choices[right].Why != "" {
-			t.Errorf("%s wrong answer: %+v", q.ID, res)
-		}
-		if rep := w.check(t, id); rep.Done {
-			t.Fatal("done with a wrong answer")
-		}
-		res, err = w.svc.Answer(ctx, id, q.ID, right, "en")
-		must(t, err)
-		if !res.Correct || res.Why != q.Choices[right].Why.EN {
-			t.Errorf("%s right answer: %+v", q.ID, res)
-		}
-		for i, c := range res.View.Choices {
-			if c.Why == "" || c.Correct == nil || *c.Correct != (i == right) {
-				t.Errorf("%s: after the right answer choice %d shows %+v", q.ID, i, c)
-			}
-		}
-	}
-	if rep := w.check(t, id); !rep.Done {
-		t.Fatalf("not done after answering everything: %+v", rep)
-	}
-	list, err := w.svc.List(ctx, "ja")
-	must(t, err)
-	i := slices.IndexFunc(list, func(s Summary) bool { return s.ID == id })
-	if !list[i].Done || list[i].QuestionsCorrect != len(ex.Quiz) || list[i].Title != ex.Title.JA {
-		t.Errorf("summary: %+v", list[i])
-	}
-	// Reset clears the answers and leaves the lab alone.
-	must(t, w.svc.Reset(ctx, id))
-	if d, _ := w.svc.Get(ctx, id, "en"); d.Quiz[0].Answered || d.Done {
-		t.Errorf("answers survive a reset: %+v", d.Quiz[0])
-	}
-
-	// Bad input.
-	if _, err := w.svc.Answer(ctx, id, "nope", 0, "en"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("unknown question: %v", err)
-	}
-	if _, err := w.svc.Answer(ctx, id, ex.Quiz[0].ID, 99, "en"); !errors.Is(err, ErrBadInput) {
-		t.Errorf("choice out of range: %v", err)
-	}
-	if _, err := w.svc.Answer(ctx, "nope", "q", 0, "en"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("unknown exercise: %v", err)
-	}
-}
-
 func TestServiceViews(t *testing.T) {
 	w := theWorld(t)
 	ctx := context.Background()
 	for _, lang := range []string{"ja", "en"} {
 		list, err := w.svc.List(ctx, lang)
 		must(t, err)
-		if len(list) != 9 {
+		if len(list) < 9 {
 			t.Fatalf("%d exercises", len(list))
 		}
 		for _, s := range list {

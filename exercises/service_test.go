@@ -7,10 +7,12 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/ccmlab/ccmlab/exercises/check"
+	"github.com/ccmlab/ccmlab/exercises/format"
 	"github.com/ccmlab/ccmlab/exercises/progress"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
@@ -108,5 +110,125 @@ func TestUnavailableExercise(t *testing.T) {
 		if sum.Available != want {
 			t.Errorf("%s available = %v (%s)", sum.ID, sum.Available, sum.Unavailable)
 		}
+	}
+}
+
+// The quiz keeps the first answer's result; every reasoning shows after
+// any answer; the quiz is done once every question was answered.
+func TestQuizKeepsFirstAnswer(t *testing.T) {
+	s, err := New(Config{Env: fakeEnv(t, "aws", fakeControllers{"node": true}), Store: openStore(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const id = "review"
+	ctx := context.Background()
+	if err := s.Reset(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	ex := s.byID[id]
+	for i, q := range ex.Quiz {
+		right := slices.IndexFunc(q.Choices, func(c format.Choice) bool { return c.Correct })
+		first := right
+		if i%2 == 0 {
+			first = (right + 1) % len(q.Choices) // wrong first on every other question
+		}
+		res, err := s.Answer(ctx, id, q.ID, first, "ja")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Correct != (first == right) || res.Why != q.Choices[first].Why.JA {
+			t.Errorf("%s first answer: %+v", q.ID, res)
+		}
+		for j, c := range res.View.Choices {
+			if c.Why == "" || c.Correct == nil || *c.Correct != (j == right) {
+				t.Errorf("%s: after an answer choice %d shows %+v", q.ID, j, c)
+			}
+		}
+		// A second try does not change the result.
+		res, err = s.Answer(ctx, id, q.ID, right, "en")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.View.Correct != (first == right) || *res.View.Choice != first || res.View.Attempts != 2 {
+			t.Errorf("%s after a second try: %+v", q.ID, res.View)
+		}
+	}
+	list, err := s.List(ctx, "ja")
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(list, func(x Summary) bool { return x.ID == id })
+	if want := len(ex.Quiz) / 2; !list[i].Done || list[i].QuestionsCorrect != want || list[i].Title != ex.Title.JA {
+		t.Errorf("summary: %+v, want done with %d correct", list[i], want)
+	}
+	if err := s.Reset(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := s.Get(ctx, id, "en"); d.Quiz[0].Answered || d.Done {
+		t.Errorf("answers survive a reset: %+v", d.Quiz[0])
+	}
+	if _, err := s.Answer(ctx, id, "nope", 0, "en"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("unknown question: %v", err)
+	}
+	if _, err := s.Answer(ctx, id, ex.Quiz[0].ID, 99, "en"); !errors.Is(err, ErrBadInput) {
+		t.Errorf("choice out of range: %v", err)
+	}
+}
+
+// One step at a time, each on evidence recorded after the previous step
+// passed; the automatic check does the same and says so.
+func TestCheckOneStepAtATime(t *testing.T) {
+	ctrl := fakeControllers{"node": true, "service": true}
+	env := fakeEnv(t, "aws", ctrl)
+	var told []string
+	s, err := New(Config{Env: env, Store: openStore(t), OnProgress: func(id string) { told = append(told, id) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	on, off := true, false
+	ex := &format.Exercise{ID: "toggle", Order: 99, Minutes: 1, Steps: []format.Step{
+		{ID: "off", Checks: []format.CheckSpec{{Kind: "switched", Controller: "service", Enabled: &off}}},
+		{ID: "on", Checks: []format.CheckSpec{{Kind: "switched", Controller: "service", Enabled: &on}}},
+	}}
+	s.exercises = append(s.exercises, ex)
+	s.byID[ex.ID] = ex
+	ctx := context.Background()
+	// What Reset does last (the fake lab has no nodes to settle).
+	if err := s.cfg.Store.Restart(ctx, ex.ID, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	s.markStart(ex.ID)
+	s.mu.Unlock()
+	flip := func(v bool) {
+		ctrl["service"] = v
+		env.History.Record(history.Entry{Kind: history.KindSwitch, Switch: &history.Switch{Controller: "service", On: v}})
+	}
+	// Both actions before any check: the first step passes, the second
+	// does not on the same evidence.
+	flip(false)
+	flip(true)
+	ctrl["service"] = false // the state the first step wants
+	rep, err := s.Check(ctx, ex.ID, "en")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Steps[0].Status != StepPassed || rep.Steps[1].Status != StepLocked || rep.CurrentStep != "on" {
+		t.Fatalf("first check: %+v", rep)
+	}
+	ctrl["service"] = true
+	if rep, _ := s.Check(ctx, ex.ID, "en"); rep.Steps[1].Status != StepFailed {
+		t.Fatalf("the second step passed on the first step's evidence: %+v", rep.Steps[1])
+	}
+	flip(false)
+	flip(true)
+	s.AutoCheck(ctx)
+	steps, _ := s.cfg.Store.Steps(ctx, ex.ID)
+	if !steps["on"].Passed() || len(told) != 1 || told[0] != ex.ID {
+		t.Fatalf("automatic check: steps %+v, told %v", steps, told)
+	}
+	// A failed automatic check is not counted as the student's attempt.
+	if steps["on"].Attempts != 2 {
+		t.Errorf("attempts %d, want 2 (one failed click, one pass)", steps["on"].Attempts)
 	}
 }

@@ -468,3 +468,6 @@ func failText(ja, en string, quoted i18n.Text, args ...any) Outcome {
 		EN: fmt.Sprintf(en, append(args, quoted.EN)...),
 	}}
 }
+
+// IngressOf is what EXTERNAL-IP shows for svc ("" while <pending>).
+func IngressOf(svc *corev1.Service) string { return ingressOf(svc) }
