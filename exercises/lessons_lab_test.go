@@ -212,10 +212,35 @@ func TestExerciseCloudProviderInterface(t *testing.T) {
 	w.reset(t, id)
 	w.expectFailFirst(t, id)
 
+	ctx := context.Background()
+	answerWhenLogged := func(step, value string) {
+		t.Helper()
+		testutil.Eventually(t, 60*time.Second, "the call in the log and the answer "+value+" taken", func() (bool, string) {
+			res, err := w.svc.AnswerStep(ctx, id, step, value, "en")
+			if err != nil {
+				return false, err.Error()
+			}
+			return res.Correct, res.Detail
+		})
+	}
 	w.launch(t)
+	// The call log names the method: a wrong one is refused.
+	testutil.Eventually(t, 60*time.Second, "CreateRoute in the call log", func() (bool, string) {
+		for _, c := range w.cloud.Calls(0) {
+			if c.Action == cloud.ActionCreateRoute && c.Method == "Routes.CreateRoute" && c.Caller == "route-controller" {
+				return true, ""
+			}
+		}
+		return false, ""
+	})
+	if res, err := w.svc.AnswerStep(ctx, id, "node-joins", "InstancesV2.InstanceMetadata", "en"); err != nil || res.Correct {
+		t.Fatalf("a wrong method was taken: %+v %v", res, err)
+	}
+	answerWhenLogged("node-joins", "Routes.CreateRoute")
 	w.waitStep(t, id, "node-joins", 60*time.Second)
 	w.run(t, id, "service-created", "create deployment")
 	w.run(t, id, "service-created", "expose deployment")
+	answerWhenLogged("service-created", "EnsureLoadBalancer")
 	w.waitStep(t, id, "service-created", 30*time.Second)
 	w.expectDone(t, id)
 }

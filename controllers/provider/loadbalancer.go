@@ -50,6 +50,7 @@ func (p *Provider) GetLoadBalancerName(_ context.Context, _ string, service *v1.
 // GetLoadBalancer reports whether the Service's load balancer exists and,
 // if so, its status.
 func (p *Provider) GetLoadBalancer(ctx context.Context, clusterName string, service *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+	ctx = cloud.WithMethod(ctx, "LoadBalancer.GetLoadBalancer")
 	if implementedElsewhere(service) {
 		return nil, false, nil
 	}
@@ -65,6 +66,7 @@ func (p *Provider) GetLoadBalancer(ctx context.Context, clusterName string, serv
 // These are steps 3 and 4 of the lab's six; the Service controller does the
 // rest (finalizer, events, writing the returned status).
 func (p *Provider) EnsureLoadBalancer(ctx context.Context, clusterName string, service *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+	ctx = cloud.WithMethod(ctx, "LoadBalancer.EnsureLoadBalancer")
 	if implementedElsewhere(service) {
 		return nil, cloudprovider.ImplementedElsewhere
 	}
@@ -110,6 +112,7 @@ func (p *Provider) confirmService(ctx context.Context, service *v1.Service) erro
 
 // UpdateLoadBalancer brings the targets in line with a changed set of nodes.
 func (p *Provider) UpdateLoadBalancer(ctx context.Context, clusterName string, service *v1.Service, nodes []*v1.Node) error {
+	ctx = cloud.WithMethod(ctx, "LoadBalancer.UpdateLoadBalancer")
 	if implementedElsewhere(service) {
 		return cloudprovider.ImplementedElsewhere
 	}
@@ -127,6 +130,7 @@ func (p *Provider) UpdateLoadBalancer(ctx context.Context, clusterName string, s
 // EnsureLoadBalancerDeleted deletes the Service's load balancer; one that is
 // already gone counts as deleted.
 func (p *Provider) EnsureLoadBalancerDeleted(ctx context.Context, clusterName string, service *v1.Service) error {
+	ctx = cloud.WithMethod(ctx, "LoadBalancer.EnsureLoadBalancerDeleted")
 	if implementedElsewhere(service) {
 		return nil // never ImplementedElsewhere here: the finalizer must go
 	}

@@ -484,3 +484,35 @@ func TestProviderImplementedElsewhere(t *testing.T) {
 		t.Errorf("%d cloud calls for a Service the load balancer controller owns", n)
 	}
 }
+
+// The call log names the interface method behind every call, so a
+// student can read which method of cloudprovider.Interface made it.
+func TestProviderMethodsInCallLog(t *testing.T) {
+	ctx := context.Background()
+	prov, c := newProvider(t, "aws")
+	p := prov.For("service-controller")
+	a := run(t, c)
+	before := len(c.Calls(0))
+	svc := lbSvc("51111111-2222-3333-4444-555555555555", v1.ServicePort{Port: 80, NodePort: 30080, Protocol: v1.ProtocolTCP})
+	if _, err := p.EnsureLoadBalancer(ctx, "ccmlab", svc, []*v1.Node{nodeNamed(a.PrivateDNSName, p.ProviderID(a))}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.InstanceMetadata(ctx, nodeNamed(a.PrivateDNSName, "")); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, call := range c.Calls(0)[before:] {
+		got[call.Action] = call.Method
+	}
+	want := map[string]string{
+		cloud.ActionDescribeLoadBalancers: "LoadBalancer.EnsureLoadBalancer",
+		cloud.ActionCreateLoadBalancer:    "LoadBalancer.EnsureLoadBalancer",
+		cloud.ActionRegisterTargets:       "LoadBalancer.EnsureLoadBalancer",
+		cloud.ActionDescribeInstances:     "InstancesV2.InstanceMetadata", // the last one
+	}
+	for action, m := range want {
+		if got[action] != m {
+			t.Errorf("%s: method %q, want %q", action, got[action], m)
+		}
+	}
+}

@@ -46,6 +46,7 @@ func lifecycleKinds() map[string]checkKind {
 func lifecycleAnswerKinds() map[string]answerKind {
 	return map[string]answerKind{
 		"ingressField": {name: true, values: answerIngressField},
+		"callMethod":   {name: true, values: answerCallMethod},
 	}
 }
 
@@ -303,4 +304,32 @@ func answerIngressField(ctx context.Context, e *evalCtx, a format.AnswerSpec) ([
 		}
 	}
 	return nil, failf("Service %s の ingress はまだ空です。", "Service %s's ingress is still empty.", a.Name)
+}
+
+// ---- the interface behind the calls ----
+
+// answerCallMethod: the cloudprovider.Interface method that made the
+// calls of the action named by a.Name since the previous step, as the call
+// log shows it ("LoadBalancer.EnsureLoadBalancer"); the method's own name
+// ("EnsureLoadBalancer") counts too.
+func answerCallMethod(_ context.Context, e *evalCtx, a format.AnswerSpec) ([]string, Outcome) {
+	var out []string
+	for _, call := range calls(e.hist) {
+		if call.Action != a.Name || call.Method == "" {
+			continue
+		}
+		_, short, _ := strings.Cut(call.Method, ".")
+		for _, v := range []string{call.Method, short} {
+			if v != "" && !slices.Contains(out, v) {
+				out = append(out, v)
+			}
+		}
+	}
+	if len(out) == 0 {
+		if e.histErr != nil {
+			return nil, e.truncated()
+		}
+		return nil, failf("前のステップの後、CCM の %s 呼び出しがまだコールログにありません。", "the call log has no %s by the CCM since the previous step yet.", a.Name)
+	}
+	return out, Outcome{}
 }

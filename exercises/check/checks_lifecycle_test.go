@@ -2,6 +2,7 @@ package check
 
 import (
 	"context"
+	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -146,5 +147,38 @@ func lifecycleCases() []checkCase {
 
 		{"named", format.CheckSpec{Kind: "causeNamed"}, func(f *fixture) { f.causes = fakeCauses{named: true} }, true},
 		{"not named", format.CheckSpec{Kind: "causeNamed"}, func(f *fixture) { f.causes = fakeCauses{} }, false},
+	}
+}
+
+func TestLifecycleAnswers(t *testing.T) {
+	f := newFixture(t)
+	f.svc("addr", ingressSet)
+	f.svc("vip", func(s *corev1.Service) {
+		s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "192.0.2.10"}}
+	})
+	f.svc("none")
+	f.record(history.Entry{Kind: history.KindCall, Call: &cloud.Call{Action: cloud.ActionCreateLoadBalancer, Caller: "service-controller",
+		Method: "LoadBalancer.EnsureLoadBalancer", State: cloud.CallDone}})
+	for _, tc := range []struct {
+		spec  format.AnswerSpec
+		value string
+		right bool
+	}{
+		{format.AnswerSpec{Kind: "ingressField", Name: "addr"}, "hostname", true},
+		{format.AnswerSpec{Kind: "ingressField", Name: "addr"}, "ip", false},
+		{format.AnswerSpec{Kind: "ingressField", Name: "vip"}, "IP", true},
+		{format.AnswerSpec{Kind: "ingressField", Name: "none"}, "hostname", false},
+		{format.AnswerSpec{Kind: "callMethod", Name: cloud.ActionCreateLoadBalancer}, "LoadBalancer.EnsureLoadBalancer", true},
+		{format.AnswerSpec{Kind: "callMethod", Name: cloud.ActionCreateLoadBalancer}, "EnsureLoadBalancer", true},
+		{format.AnswerSpec{Kind: "callMethod", Name: cloud.ActionCreateLoadBalancer}, "UpdateLoadBalancer", false},
+		{format.AnswerSpec{Kind: "callMethod", Name: cloud.ActionCreateRoute}, "Routes.CreateRoute", false}, // no such call
+	} {
+		if err := ValidateAnswer(tc.spec); err != nil {
+			t.Fatal(err)
+		}
+		o := CheckAnswer(f.ctx, f.env(), Input{}, tc.spec, tc.value)
+		if o.Pass != tc.right || !o.Detail.Complete() {
+			t.Errorf("%s(%s) %q: %+v", tc.spec.Kind, tc.spec.Name, tc.value, o)
+		}
 	}
 }
