@@ -3,6 +3,7 @@ package exercises
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -140,4 +141,31 @@ func (w *world) restartServiceController(t *testing.T) {
 	t.Helper()
 	must(t, w.manager.Disable(profile.Service))
 	must(t, w.manager.Enable(profile.Service))
+}
+
+// Without a cause in the body, Reset picks one; nothing shows it until a
+// cause is named.
+func TestMysteryRandomCause(t *testing.T) {
+	w := theWorld(t)
+	ctx := context.Background()
+	must(t, w.svc.ResetWith(ctx, MysteryID, ResetOptions{}))
+	t.Cleanup(func() {
+		w.restore(t, MysteryID)
+		_ = w.svc.updateNodes(context.Background(), func(n *corev1.Node) bool {
+			_, ok := n.Labels[corev1.LabelNodeExcludeBalancers]
+			delete(n.Labels, corev1.LabelNodeExcludeBalancers)
+			return ok
+		})
+	})
+	d, err := w.svc.Get(ctx, MysteryID, "en")
+	must(t, err)
+	if d.Named || d.Cause != "" || d.StepsPassed != 0 {
+		t.Fatalf("after a random reset: %+v", d.MysteryView)
+	}
+	v, err := w.svc.NameCause(ctx, MysteryID, CauseThrottling, "en")
+	must(t, err)
+	if !slices.Contains(CauseIDs(), v.Cause) || (v.Cause == CauseThrottling) != *v.Correct {
+		t.Fatalf("named throttling, got %+v", v)
+	}
+	t.Logf("the random cause was %s", v.Cause)
 }
