@@ -13,7 +13,6 @@ import (
 	"github.com/ccmlab/ccmlab/exercises/format"
 	"github.com/ccmlab/ccmlab/internal/i18n"
 	"github.com/ccmlab/ccmlab/lab/cloud"
-	"github.com/ccmlab/ccmlab/lab/dataplane"
 )
 
 // Checks of the cloud side: controller switches and faults, load balancers
@@ -122,69 +121,6 @@ func keys(m map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-func evalExtraHop(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcome {
-	svc, o, ok := e.service(ctx, c.Name)
-	if !ok {
-		return o
-	}
-	policy := string(svc.Spec.ExternalTrafficPolicy)
-	if policy == "" {
-		policy = dataplane.PolicyCluster
-	}
-	if policy != c.Policy {
-		return failf("externalTrafficPolicy は %s です (%s にしてください)。", "externalTrafficPolicy is %s; set it to %s.", policy, c.Policy)
-	}
-	lb, o, ok := e.loadBalancer(svc)
-	if !ok {
-		return o
-	}
-	n := min(max(2*len(lb.Targets), 4), 12)
-	var ok200, extra, violations int
-	var sample dataplane.Trace
-	var last i18n.Text
-	for range n {
-		tr, err := e.env.Dataplane.Do(ctx, dataplane.Request{Kind: dataplane.KindLoadBalancer, LB: lb.Name})
-		if err != nil {
-			last = i18n.Text{JA: err.Error(), EN: err.Error()}
-			continue
-		}
-		last = summarize(tr)
-		if tr.Status != 200 {
-			continue
-		}
-		ok200++
-		if tr.ExtraHop {
-			extra++
-		}
-		kept := tr.SourceIPSeenByPod == tr.ClientIP
-		switch c.Policy {
-		case dataplane.PolicyCluster:
-			if tr.ExtraHop && !kept {
-				sample = tr
-			}
-		case dataplane.PolicyLocal:
-			if tr.ExtraHop || !kept {
-				violations++
-				sample = tr
-			}
-		}
-	}
-	if ok200 == 0 {
-		return failText("%d 回のリクエストのどれも 200 になりませんでした: %s", "none of %d requests got 200: %s", last, n)
-	}
-	if c.Policy == dataplane.PolicyCluster {
-		if sample.ID == "" {
-			return failf("%d 回のうち余計なホップは 0 回でした。Pod の数を Node より少なくしてください。", "none of %d requests took an extra hop: run fewer Pods than nodes.", ok200)
-		}
-		return passf("%[2]d 回中 %[1]d 回が別ノードの Pod へ 1 ホップ余計に転送され、Pod には送信元 %[3]s (ノードの IP) が見えました",
-			"%d of %d requests took the extra hop to a Pod on another node, and the Pod saw source %s (a node's IP)", extra, ok200, sample.SourceIPSeenByPod)
-	}
-	if violations > 0 {
-		return failf("%d 回が余計なホップを通ったか、送信元 IP が書き換えられました (例: Pod が見た送信元 %s)。", "%d request(s) took an extra hop or lost the client IP (e.g. the Pod saw %s).", violations, sample.SourceIPSeenByPod)
-	}
-	return passf("%d 回とも余計なホップなしで、Pod はクライアントの IP を見ました", "all %d requests went without an extra hop, and the Pod saw the client's IP", ok200)
 }
 
 // localCounts maps node name -> ready endpoints of svc on it.

@@ -11,8 +11,6 @@ import (
 
 	"github.com/ccmlab/ccmlab/exercises/format"
 	"github.com/ccmlab/ccmlab/internal/i18n"
-	"github.com/ccmlab/ccmlab/internal/kube"
-	"github.com/ccmlab/ccmlab/lab/dataplane"
 )
 
 // Checks of Services: EXTERNAL-IP, events, answers through the data plane
@@ -108,58 +106,6 @@ func evalNoControllerEvents(ctx context.Context, e *evalCtx, c format.CheckSpec)
 		return failf("Service %s にはイベント %s (%s) があります: 誰かが見ています。", "Service %s has event %s from %s: someone is watching it.", c.Name, evs[0].Reason, cmp.Or(evs[0].ReportingController, evs[0].Source.Component))
 	}
 	return passf("Service %s にコントローラーからのイベントはありません", "Service %s has no events from a controller", c.Name)
-}
-
-func evalServiceAnswers(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcome {
-	svc, o, ok := e.service(ctx, c.Name)
-	if !ok {
-		return o
-	}
-	if len(svc.Spec.Ports) == 0 {
-		return failf("Service %s にポートがありません。", "Service %s has no ports.", c.Name)
-	}
-	port := svc.Spec.Ports[0]
-	var reqs []dataplane.Request
-	switch c.Via {
-	case dataplane.KindClusterIP:
-		reqs = append(reqs, dataplane.Request{Kind: c.Via, IP: svc.Spec.ClusterIP, Port: port.Port})
-	case dataplane.KindNodePort:
-		if port.NodePort == 0 {
-			return failf("Service %s に NodePort がありません。", "Service %s has no NodePort.", c.Name)
-		}
-		nodes, err := e.listNodes(ctx)
-		if err != nil {
-			return errOutcome(err)
-		}
-		for _, n := range nodes {
-			if kube.NodeReady(&n) {
-				reqs = append(reqs, dataplane.Request{Kind: c.Via, Node: n.Name, Port: port.NodePort})
-			}
-		}
-	case dataplane.KindLoadBalancer:
-		lb, o, ok := e.loadBalancer(svc)
-		if !ok {
-			return o
-		}
-		reqs = append(reqs, dataplane.Request{Kind: c.Via, LB: lb.Name, Port: port.Port})
-	}
-	if len(reqs) == 0 {
-		return failf("リクエストを送れる Ready な Node がありません。", "no Ready node to send a request to.")
-	}
-	var last i18n.Text
-	for _, r := range reqs {
-		tr, err := e.env.Dataplane.Do(ctx, r)
-		if err != nil {
-			last = i18n.Text{JA: err.Error(), EN: err.Error()}
-			continue
-		}
-		if tr.Status == 200 {
-			where := cmp.Or(r.Node, r.LB, fmt.Sprintf("%s:%d", r.IP, r.Port))
-			return passf("%s (%s) へのリクエストに Pod %s が 200 で応答しました", "a request to %s (%s) got 200 from Pod %s", c.Via, where, tr.Pod)
-		}
-		last = summarize(tr)
-	}
-	return failText("%s へのリクエストが通りませんでした: %s", "a request via %s did not get through: %s", last, c.Via)
 }
 
 func evalServiceFlow(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcome {

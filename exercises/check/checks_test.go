@@ -350,33 +350,6 @@ func checkCases() []checkCase {
 			f.event(s, s.UID, "EnsuringLoadBalancer", "")
 		}, false},
 
-		{"clusterip answers", format.CheckSpec{Kind: "serviceAnswers", Name: "web", Via: "clusterip"}, func(f *fixture) {
-			f.svc("web")
-			f.dp.do = func(r dataplane.Request, _ int) dataplane.Trace {
-				if r.IP != "10.96.0.10" || r.Port != 80 {
-					return dataplane.Trace{Status: 502}
-				}
-				return okTrace("web-1", "n1")
-			}
-		}, true},
-		{"nodeport does not answer", format.CheckSpec{Kind: "serviceAnswers", Name: "web", Via: "nodeport"}, func(f *fixture) {
-			f.two()
-			f.svc("web")
-			f.dp.do = func(dataplane.Request, int) dataplane.Trace {
-				return dataplane.Trace{Status: 503, Error: "no endpoints"}
-			}
-		}, false},
-		{"nodeport answers", format.CheckSpec{Kind: "serviceAnswers", Name: "web", Via: "nodeport"}, func(f *fixture) {
-			f.two()
-			f.svc("web")
-			f.dp.do = func(r dataplane.Request, _ int) dataplane.Trace {
-				if r.Port != 30080 || r.Node == "" {
-					return dataplane.Trace{Status: 502}
-				}
-				return okTrace("web-1", r.Node)
-			}
-		}, true},
-
 		{"flow stuck", format.CheckSpec{Kind: "serviceFlow", Name: "web", Reason: flow.ReasonNoServiceController}, func(f *fixture) {
 			f.flows["default/web"] = flow.ServiceFlow{Step: 1, Stuck: &flow.Stuck{Reason: flow.ReasonNoServiceController}}
 		}, true},
@@ -420,48 +393,6 @@ func checkCases() []checkCase {
 		{"instance targets on the wrong port", format.CheckSpec{Kind: "lbTargets", Name: "web", Mode: "instance"}, func(f *fixture) {
 			a, _ := f.two()
 			f.lb(f.svc("web"), cloud.TargetTypeInstance, 0, a.ID+":31999")
-		}, false},
-
-		{"extra hop with Cluster", format.CheckSpec{Kind: "extraHop", Name: "web", Policy: "Cluster"}, func(f *fixture) {
-			a, b := f.two()
-			f.lb(f.svc("web"), cloud.TargetTypeInstance, 0, a.ID+":30080", b.ID+":30080")
-			f.dp.do = func(_ dataplane.Request, i int) dataplane.Trace {
-				tr := okTrace("web-1", a.PrivateDNSName)
-				tr.Policy = dataplane.PolicyCluster
-				if i%2 == 0 {
-					tr.ExtraHop, tr.SourceIPSeenByPod = true, b.PrivateIP
-				}
-				return tr
-			}
-		}, true},
-		{"no extra hop with Cluster", format.CheckSpec{Kind: "extraHop", Name: "web", Policy: "Cluster"}, func(f *fixture) {
-			a, b := f.two()
-			f.lb(f.svc("web"), cloud.TargetTypeInstance, 0, a.ID+":30080", b.ID+":30080")
-			f.dp.do = func(dataplane.Request, int) dataplane.Trace { return okTrace("web-1", a.PrivateDNSName) }
-		}, false},
-		{"Local keeps the client IP", format.CheckSpec{Kind: "extraHop", Name: "web", Policy: "Local"}, func(f *fixture) {
-			a, b := f.two()
-			f.lb(f.svc("web", local), cloud.TargetTypeInstance, 32000, a.ID+":30080", b.ID+":30080")
-			f.dp.do = func(_ dataplane.Request, i int) dataplane.Trace {
-				if i%2 == 0 {
-					return dataplane.Trace{Status: 504, Error: "dropped"}
-				}
-				return okTrace("web-1", a.PrivateDNSName)
-			}
-		}, true},
-		{"Local wanted, Cluster set", format.CheckSpec{Kind: "extraHop", Name: "web", Policy: "Local"}, func(f *fixture) {
-			a, _ := f.two()
-			f.lb(f.svc("web"), cloud.TargetTypeInstance, 0, a.ID+":30080")
-			f.dp.do = func(dataplane.Request, int) dataplane.Trace { return okTrace("web-1", a.PrivateDNSName) }
-		}, false},
-		{"Local but SNAT seen", format.CheckSpec{Kind: "extraHop", Name: "web", Policy: "Local"}, func(f *fixture) {
-			a, b := f.two()
-			f.lb(f.svc("web", local), cloud.TargetTypeInstance, 32000, a.ID+":30080")
-			f.dp.do = func(dataplane.Request, int) dataplane.Trace {
-				tr := okTrace("web-1", a.PrivateDNSName)
-				tr.SourceIPSeenByPod = b.PrivateIP
-				return tr
-			}
 		}, false},
 
 		{"health follows pods", format.CheckSpec{Kind: "healthChecksFollowPods", Name: "web"}, func(f *fixture) {

@@ -22,10 +22,10 @@ type Controllers interface {
 }
 
 // Dataplane is the lab's network (*dataplane.Dataplane satisfies it).
-// Checks never send requests: they read the traces students' requests
-// left in the history. Do stays for the old kinds' tests.
+// Checks never send requests (a check that did would count its own
+// traffic): they read the traces of the requests students sent, which
+// the history keeps with their origin.
 type Dataplane interface {
-	Do(ctx context.Context, r dataplane.Request) (dataplane.Trace, error)
 	Traces() []dataplane.Trace
 }
 

@@ -347,7 +347,7 @@ func evalDenyChanged(_ context.Context, e *evalCtx, c format.CheckSpec) Outcome 
 func evalRequest(_ context.Context, e *evalCtx, c format.CheckSpec) Outcome {
 	key := format.Namespace + "/" + c.Name
 	n, min := 0, cmp.Or(c.Min, 1)
-	var last *dataplane.Trace
+	var last, other *dataplane.Trace
 	others := 0
 	for _, en := range e.hist {
 		if en.Kind != history.KindTrace {
@@ -363,18 +363,22 @@ func evalRequest(_ context.Context, e *evalCtx, c format.CheckSpec) Outcome {
 		okStatus := tr.Status == 200
 		if (c.Result == "" || c.Result == "ok") != okStatus {
 			others++
+			other = tr
 			continue
 		}
 		if c.Policy != "" && tr.Policy != c.Policy {
 			others++
+			other = tr
 			continue
 		}
 		if c.ExtraHop != nil && tr.ExtraHop != *c.ExtraHop {
 			others++
+			other = tr
 			continue
 		}
 		if c.SourceKept != nil && (tr.SourceIPSeenByPod == tr.ClientIP) != *c.SourceKept {
 			others++
+			other = tr
 			continue
 		}
 		n++
@@ -389,8 +393,8 @@ func evalRequest(_ context.Context, e *evalCtx, c format.CheckSpec) Outcome {
 	}
 	via := cmp.Or(c.Via, "any")
 	if others > 0 {
-		return failf("前のステップの後に Service %[1]s へ送られたリクエスト (%[2]s) のうち、条件に合うものは %[3]d 回です (%[4]d 回必要、合わないもの %[5]d 回)。",
-			"since the previous step, %[3]d request(s) to Service %[1]s (%[2]s) fit, %[4]d needed (%[5]d did not fit).", c.Name, via, n, min, others)
+		return failText("前のステップの後に Service %[1]s へ送られたリクエスト (%[2]s) のうち、条件に合うものは %[3]d 回です (%[4]d 回必要、合わないもの %[5]d 回、最後: %[6]s)。",
+			"since the previous step, %[3]d request(s) to Service %[1]s (%[2]s) fit, %[4]d needed (%[5]d did not fit; the last: %[6]s).", summarize(*other), c.Name, via, n, min, others)
 	}
 	return failf("前のステップの後、Service %s へのリクエスト (%s) はまだ送られていません。画面のリクエストパネルか curl で送ってください。",
 		"no request to Service %s (%s) was sent since the previous step: send some from the page's request panel or with curl.", c.Name, via)

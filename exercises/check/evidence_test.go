@@ -154,6 +154,12 @@ func evidenceCases() []checkCase {
 			tr.Origin = dataplane.OriginLab
 			f.trace("web", tr)
 		}, false},
+		{"requests that do not fit", format.CheckSpec{Kind: "request", Name: "web", ExtraHop: off}, func(f *fixture) {
+			tr := lbTrace
+			tr.Status, tr.Error, tr.ExtraHop = 504, "dropped", false
+			f.trace("web", tr)
+			f.trace("web", lbTrace)
+		}, false},
 		{"request of another kind", format.CheckSpec{Kind: "request", Name: "web", Via: dataplane.KindNodePort}, func(f *fixture) {
 			f.trace("web", lbTrace)
 		}, false},

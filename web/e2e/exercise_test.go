@@ -110,7 +110,8 @@ func TestExercisePendingThroughThePage(t *testing.T) {
 	b.waitFor(t, "the Service controller's switch on", q(sw)+`.getAttribute("aria-checked") === "true"`, 10*time.Second)
 	b.click(t, sw)
 	b.waitFor(t, "the Service controller off", q(sw)+`.getAttribute("aria-checked") === "false"`, 15*time.Second)
-	checkUntilPassed(t, b, "service-off", 20*time.Second)
+	// The lab checks by itself: the step turns green without a click.
+	b.waitFor(t, "step 1 passed by the lab's own check", `(() => { const e = `+q("ex-step-service-off")+`; return e && e.dataset.status === "passed"; })()`, 30*time.Second)
 	b.waitFor(t, "the explanation after success", q("ex-explanation-service-off")+` !== null`, 5*time.Second)
 
 	// Step 2: the chapter's commands in the page's console. The first one
@@ -154,8 +155,26 @@ func TestExercisePendingThroughThePage(t *testing.T) {
 	}
 	checkUntilPassed(t, b, "expose", 30*time.Second)
 
-	// Step 3: ClusterIP and NodePort answer; "check now" sends the requests.
-	checkUntilPassed(t, b, "still-answers", 90*time.Second)
+	// Step 3: ClusterIP and NodePort answer, to requests the student sends
+	// from the page's request panel (the checker sends none).
+	for _, kind := range []string{"clusterip", "nodeport"} {
+		eval[bool](t, b, `(() => { const s = `+q("send-kind")+`; s.value = `+js(kind)+`; s.dispatchEvent(new Event("change", { bubbles: true })); return true; })()`)
+		answered := `window.ccmlab.store.traces.some((x) => x.kind === ` + js(kind) + ` && x.status === 200 && x.origin === "api")`
+		// A student sends again when a request fails (a young node's route
+		// may still be missing).
+		for i := 0; !eval[bool](t, b, answered); i++ {
+			if i == 30 {
+				t.Fatalf("no %s request answered 200", kind)
+			}
+			b.waitFor(t, "send enabled for "+kind, `!`+q("send-request")+`.disabled`, 60*time.Second)
+			b.click(t, "send-request")
+			b.waitFor(t, "the "+kind+" request traced", `window.ccmlab.store.traces.some((x) => x.kind === `+js(kind)+`) && !`+q("send-request")+`.disabled`, 30*time.Second)
+			if !eval[bool](t, b, answered) {
+				time.Sleep(time.Second)
+			}
+		}
+	}
+	checkUntilPassed(t, b, "still-answers", 60*time.Second)
 
 	// Step 4: the Service controller back on, with the page's switch.
 	b.click(t, sw)
@@ -164,6 +183,10 @@ func TestExercisePendingThroughThePage(t *testing.T) {
 	if st, out := consoleRun(t, b, "kubectl describe svc web"); st != "ok" || !strings.Contains(out, "EnsuredLoadBalancer") {
 		t.Errorf("kubectl describe svc web: %s %q, want the EnsuredLoadBalancer event", st, out)
 	}
+	// The last step asks for the EXTERNAL-IP read in the lab.
+	ip := eval[string](t, b, q("svc-row-default/web")+`.querySelector('[data-testid="svc-external-ip"]').textContent.trim()`)
+	b.waitFor(t, "the answer box", q("ex-answer-input-service-on")+` !== null`, 60*time.Second)
+	b.do(t, "typing the EXTERNAL-IP", chromedp.SendKeys(chromedp.CSS(sel("ex-answer-input-service-on")), ip+kb.Enter, chromedp.NodeVisible))
 	checkUntilPassed(t, b, "service-on", 60*time.Second)
 
 	steps := eval[[]string](t, b, `[...document.querySelectorAll('[data-testid="ex-steps"] > li')].map((e) => e.dataset.step + "=" + e.dataset.status)`)
@@ -179,13 +202,16 @@ func TestExercisePendingThroughThePage(t *testing.T) {
 		t.Errorf("status after the last check = %q", got)
 	}
 
-	// The quiz: a wrong answer gives its reasoning, the right one finishes
-	// the exercise and its badge says so.
+	// The quiz: the first answer counts. A wrong one shows every choice's
+	// reasoning and finishes the exercise; a second try changes nothing.
 	b.click(t, "ex-choice-who-writes-ingress-0")
-	b.waitFor(t, "the wrong answer explained", q("ex-q-who-writes-ingress")+`.dataset.answered === "true" && `+q("ex-q-who-writes-ingress")+`.dataset.correct === "false" && `+q("ex-why-who-writes-ingress-0")+` !== null`, 10*time.Second)
-	b.click(t, "ex-choice-who-writes-ingress-1")
-	b.waitFor(t, "the right answer", q("ex-q-who-writes-ingress")+`.dataset.correct === "true"`, 10*time.Second)
+	b.waitFor(t, "the wrong answer explained", q("ex-q-who-writes-ingress")+`.dataset.answered === "true" && `+q("ex-q-who-writes-ingress")+`.dataset.correct === "false" && `+q("ex-why-who-writes-ingress-0")+` !== null && `+q("ex-why-who-writes-ingress-1")+` !== null`, 10*time.Second)
 	b.waitFor(t, "the badge done", q("ex-badge-"+ex3)+`.dataset.state === "done"`, 10*time.Second)
+	b.click(t, "ex-choice-who-writes-ingress-1")
+	b.waitFor(t, "the second try recorded", `window.ccmlab.exercises.busy === ""`, 10*time.Second)
+	if c := eval[string](t, b, q("ex-q-who-writes-ingress")+`.dataset.correct`); c != "false" {
+		t.Errorf("a second try changed the quiz's result to %s", c)
+	}
 
 	// The panel scrolls on its own beside the live view; unfold it for the
 	// screenshot so every step shows.
