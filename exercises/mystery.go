@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/utils/ptr"
 
 	"github.com/ccmlab/ccmlab/controllers"
@@ -91,8 +92,8 @@ func causes() []cause {
 				EN: "Every Node carried node.kubernetes.io/exclude-from-external-load-balancers. With zero eligible nodes the Service controller records UnAvailableLoadBalancer and still ensures the load balancer, so EXTERNAL-IP appears, but the load balancer has no targets. Removing the label lets the node sync register targets."}},
 		{CauseNoInitializedNode,
 			i18n.Text{JA: "初期化された Node が 1 台も無い", EN: "No Node has been initialized"},
-			i18n.Text{JA: "Node controller が止まっていて、新しい VM の Node はどれも uninitialized の taint を持ったままでした。Pod はスケジュールされず Pending です。Service controller の対象ノードの条件 (stableNodeSetPredicates) は Ready も初期化も見ないので、EXTERNAL-IP は入ります。Node controller をオンにすると直ります。",
-				EN: "The Node controller was off, and every new VM's Node kept the uninitialized taint, so the Pods stayed Pending. The Service controller's node conditions (stableNodeSetPredicates) check neither Ready nor initialization, so EXTERNAL-IP still appeared. Switching the Node controller on fixes it."}},
+			i18n.Text{JA: "Node controller が止まっていて、新しい VM の Node はどれも uninitialized の taint を持ち、providerID もありませんでした。Service controller の対象ノードの条件 (stableNodeSetPredicates) は Ready も初期化も見ないので、ノードはあると判断してロードバランサーを作り、EXTERNAL-IP は入ります (UnAvailableLoadBalancer も出ません)。しかしプロバイダーは cloud-provider-aws と同じく providerID の無い Node をターゲットにしないので、ターゲットは 0 で、Pod も taint のせいで Pending です。Node controller をオンにすると直ります。",
+				EN: "The Node controller was off: every new VM's Node kept the uninitialized taint and had no providerID. The Service controller's node conditions (stableNodeSetPredicates) check neither Ready nor initialization, so to it there were nodes: it built the load balancer and EXTERNAL-IP appeared (no UnAvailableLoadBalancer either). But the provider, like cloud-provider-aws, leaves Nodes without a providerID out of the targets, so the load balancer has none, and the Pods are Pending on the taint. Switching the Node controller on fixes it."}},
 	}
 }
 
@@ -344,7 +345,11 @@ func (s *Service) mysterySymptom(ctx context.Context, causeID string) (bool, str
 		_, warned := reasons["UnAvailableLoadBalancer"]
 		return ingress && warned, "no EXTERNAL-IP or UnAvailableLoadBalancer event yet", nil
 	case CauseNoInitializedNode:
-		return ingress, "no EXTERNAL-IP yet", nil
+		if !ingress {
+			return false, "no EXTERNAL-IP yet", nil
+		}
+		lb, ok := s.cfg.Env.Cloud.LookupLoadBalancer(cloudprovider.DefaultLoadBalancerName(svc))
+		return ok && len(lb.Targets) == 0, "the load balancer still has targets", nil
 	}
 	return !ingress, "", nil
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/ccmlab/ccmlab/controllers"
 	"github.com/ccmlab/ccmlab/exercises/format"
@@ -91,6 +93,15 @@ func TestMysteryPendingEveryCause(t *testing.T) {
 				t.Fatalf("after reset: %+v, stepsPassed %d", d.MysteryView, d.StepsPassed)
 			}
 			w.expectFailFirst(t, MysteryID)
+			if cause == CauseNodesExcluded || cause == CauseNoInitializedNode {
+				// An EXTERNAL-IP, and a load balancer with no targets.
+				svc, err := env.Client.CoreV1().Services("default").Get(ctx, MysteryService, metav1.GetOptions{})
+				must(t, err)
+				lb, ok := w.cloud.LookupLoadBalancer(cloudprovider.DefaultLoadBalancerName(svc))
+				if len(svc.Status.LoadBalancer.Ingress) == 0 || !ok || len(lb.Targets) != 0 {
+					t.Fatalf("%s: ingress %v, load balancer %v %+v", cause, svc.Status.LoadBalancer.Ingress, ok, lb.Targets)
+				}
+			}
 			if tr := w.sendLB(t, MysteryService); tr.Status == 200 {
 				t.Fatalf("the load balancer answers before the fix: %+v", tr)
 			}

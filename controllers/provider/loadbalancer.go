@@ -286,8 +286,13 @@ func (p *Provider) targets(ctx context.Context, name string, ts []cloud.Target, 
 // is not among the instances found by name (a node not named after its
 // instance) is a second, unfiltered call made. Nodes whose instance is gone
 // or terminated are left out: registering them would fail the whole call,
-// and the node-lifecycle controller is about to delete them anyway.
+// and the node-lifecycle controller is about to delete them anyway. Nodes
+// without a providerID (not initialized yet) are left out too, as
+// cloud-provider-aws does (mapToAWSInstanceIDsTolerant): upstream's Service
+// controller hands them over, since its node predicates check neither
+// Ready nor initialization.
 func (p *Provider) nodeInstanceIDs(ctx context.Context, nodes []*v1.Node) ([]string, error) {
+	nodes = slices.DeleteFunc(slices.Clone(nodes), func(n *v1.Node) bool { return n.Spec.ProviderID == "" })
 	if len(nodes) == 0 {
 		return nil, nil
 	}
