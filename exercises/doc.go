@@ -20,9 +20,13 @@
 //     embedded kubectl, without a shell, under a policy that allows only
 //     the chapter's subcommands.
 //
-// The service (service.go, reset.go) offers List, Get, Check, Answer and
-// Reset, the calls behind the HTTP endpoints. Check walks the steps in
-// order, so a step passes only after the ones before it. Reset applies an
-// exercise's setup to the running lab (switches, faults, objects, nodes,
-// taints) and clears its progress.
+// The service (service.go, reset.go) offers List, Get, Check, AnswerStep,
+// Answer and Reset, the calls behind the HTTP endpoints, and Run, the
+// automatic check. Check evaluates the current step only, on evidence the
+// lab's history (lab/history) recorded after the previous step passed, so
+// one action never passes two steps; a step may also ask for a value read
+// in the lab (AnswerStep). Reset applies an exercise's setup to the
+// running lab (switches, faults, objects, fresh nodes, taints, the
+// classroom pace), clears its progress and marks where its evidence
+// starts.
 package exercises

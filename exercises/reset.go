@@ -179,6 +179,7 @@ type pace struct{ set, before time.Duration }
 func (s *Service) markStart(id string) {
 	seq := s.cfg.Env.History.Mark("reset:" + id)
 	s.runs[id] = &run{startSeq: seq, since: seq}
+	s.active = id
 }
 
 // freshNodes replaces every running VM by a new one. The Node controller

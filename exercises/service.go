@@ -73,6 +73,11 @@ type Service struct {
 	// pace is the latency the last reset set for its classroom pace (nil
 	// when the last reset set none).
 	pace *pace
+	// active is the exercise the student is on: the last one reset,
+	// checked or answered through the API. Only it is checked
+	// automatically, so that an action meant for one exercise does not
+	// pass another's step behind the student's back.
+	active string
 }
 
 // run is one exercise's place in the history.
@@ -496,6 +501,9 @@ func (s *Service) check(ctx context.Context, id, lang string, auto bool) (CheckR
 		return CheckReport{}, err
 	}
 	r := s.runOf(id)
+	if !auto {
+		s.active = id
+	}
 	rep := CheckReport{Exercise: id, Steps: []StepResult{}}
 	checked := false
 	for _, st := range ex.Steps {
@@ -641,6 +649,7 @@ func (s *Service) AnswerStep(ctx context.Context, id, step, value, lang string) 
 		return StepAnswerResult{}, err
 	}
 	r := s.runOf(id)
+	s.active = id
 	o := check.CheckAnswer(ctx, s.cfg.Env, check.Input{Start: start, StartSeq: r.startSeq, Since: r.since, Exercise: id, Step: step}, *st.Answer, value)
 	a, err := s.cfg.Store.RecordStepAnswer(ctx, id, step, value, o.Pass, s.cfg.Now())
 	s.mu.Unlock()
@@ -659,8 +668,8 @@ func (s *Service) AnswerStep(ctx context.Context, id, step, value, lang string) 
 	return res, nil
 }
 
-// Run checks, by itself, the exercises reset since the process started
-// and not done yet, a moment (Config.AutoCheckDelay) after the lab
+// Run checks, by itself, the exercise the student is on (the last one
+// reset, checked or answered) while it is not done, a moment (Config.AutoCheckDelay) after the lab
 // changed, and every few seconds for what changes without an event
 // (health checks). A step that passed is told to Config.OnProgress. It
 // returns when ctx ends.
@@ -698,11 +707,10 @@ func (s *Service) AutoCheck(ctx context.Context) { s.autoCheck(ctx) }
 func (s *Service) autoCheck(ctx context.Context) {
 	s.mu.Lock()
 	var ids []string
-	for id := range s.runs {
-		ids = append(ids, id)
+	if s.active != "" {
+		ids = append(ids, s.active)
 	}
 	s.mu.Unlock()
-	slices.Sort(ids)
 	for _, id := range ids {
 		ex := s.byID[id]
 		if len(ex.Steps) == 0 || s.availability(ex) != "" {

@@ -256,10 +256,6 @@ func (f *fixture) two(mods ...func(*corev1.Node)) (cloud.Instance, cloud.Instanc
 	return a, b
 }
 
-func okTrace(pod, node string) dataplane.Trace {
-	return dataplane.Trace{Status: 200, Pod: "default/" + pod, PodNode: node, ClientIP: "203.0.113.10", SourceIPSeenByPod: "203.0.113.10", Policy: dataplane.PolicyLocal}
-}
-
 type checkCase struct {
 	name  string
 	spec  format.CheckSpec

@@ -305,6 +305,10 @@ func (l *testLab) get(addr string) (*http.Response, string, Trace) {
 	id := resp.Header.Get(TraceHeader)
 	for _, tr := range l.dp.Traces() {
 		if tr.ID == id {
+			// A real connection is the student's own (curl, a browser).
+			if tr.Origin != OriginListener {
+				t.Errorf("trace %s has origin %q, want %q", id, tr.Origin, OriginListener)
+			}
 			return resp, string(body), tr
 		}
 	}

@@ -207,10 +207,7 @@ func timeEqual(a, b *metav1.Time) bool {
 }
 
 func fieldsLen(m metav1.ManagedFieldsEntry) int {
-	if m.FieldsV1 == nil {
-		return 0
-	}
-	return len(m.FieldsV1.Raw)
+	return len(m.FieldsV1.GetRawBytes()) // nil-safe
 }
 
 // significant says whether an update changed more than bookkeeping:

@@ -81,7 +81,7 @@ func TestRecorderWakesSubscribers(t *testing.T) {
 }
 
 func entry(manager string, op metav1.ManagedFieldsOperationType, at time.Time, fields string) metav1.ManagedFieldsEntry {
-	return metav1.ManagedFieldsEntry{Manager: manager, Operation: op, Time: &metav1.Time{Time: at}, FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
+	return metav1.ManagedFieldsEntry{Manager: manager, Operation: op, Time: &metav1.Time{Time: at}, FieldsV1: metav1.NewFieldsV1(fields)}
 }
 
 // Who wrote a change: the manager whose entry is new or moved, not the
