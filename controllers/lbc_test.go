@@ -43,7 +43,9 @@ func TestLBCAddon(t *testing.T) {
 		t.Fatalf("Status = %v", st)
 	}
 	l.addNodesBeforeServiceController(2)
-	nlb := l.createService(l.lbService("nlb", ptr.To(lbc.LoadBalancerClass)))
+	nlbSpec := l.lbService("nlb", ptr.To(lbc.LoadBalancerClass))
+	nlbSpec.Annotations = map[string]string{lbc.AnnotationTargetType: "ip"}
+	nlb := l.createService(nlbSpec)
 	none := l.createService(l.lbService("none", ptr.To("example.com/none")))
 	es, err := l.client.DiscoveryV1().EndpointSlices(l.ns).Create(l.ctx,
 		l.endpointSlice("nlb", map[string]bool{"10.0.1.10": true, "10.0.2.20": true, "10.0.3.30": false}, 8080), metav1.CreateOptions{})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -697,7 +698,7 @@ func TestServiceViews(t *testing.T) {
 			t.Fatalf("%d exercises", len(list))
 		}
 		for _, s := range list {
-			if !s.Available {
+			if ps := w.svc.byID[s.ID].Setup.Profiles; !s.Available && (len(ps) == 0 || slices.Contains(ps, "aws")) {
 				t.Errorf("%s unavailable in an aws lab with lbc: %s", s.ID, s.Unavailable)
 			}
 			d, err := w.svc.Get(ctx, s.ID, lang)

@@ -123,6 +123,7 @@ func New(cfg Config) (*Service, error) {
 	for _, ex := range all {
 		s.byID[ex.ID] = ex
 	}
+	s.cfg.Env.Causes = s // mystery.go
 	return s, nil
 }
 
@@ -161,6 +162,8 @@ type Detail struct {
 	CurrentStep string         `json:"currentStep"`
 	Steps       []StepView     `json:"steps"`
 	Quiz        []QuestionView `json:"quiz"`
+	// *MysteryView: mystery-pending's service and causes (mystery.go).
+	*MysteryView
 }
 
 // StepView is a step as the page shows it.
@@ -389,6 +392,13 @@ func (s *Service) Get(ctx context.Context, id, lang string) (Detail, error) {
 	}
 	for _, q := range ex.Quiz {
 		d.Quiz = append(d.Quiz, questionView(q, answers[q.ID], lang))
+	}
+	if id == MysteryID {
+		mv, err := s.Mystery(ctx, lang)
+		if err != nil {
+			return Detail{}, err
+		}
+		d.MysteryView = &mv
 	}
 	return d, nil
 }

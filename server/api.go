@@ -74,6 +74,7 @@ func (s *Server) routes() {
 	api(http.MethodPost, "/exercises/:id/check", s.checkExercise)
 	api(http.MethodPost, "/exercises/:id/reset", s.resetExercise)
 	api(http.MethodPost, "/exercises/:id/quiz/:q", s.answerQuiz)
+	api(http.MethodPost, "/exercises/:id/cause", s.nameCause)
 	api(http.MethodPost, "/exercises/:id/steps/:step/answer", s.answerStep)
 	api(http.MethodPost, "/console", s.runConsole)
 	api(http.MethodGet, "/recording", s.getRecording)

@@ -35,7 +35,7 @@ func (d PageData) other() Lang {
 // jsModules are preloaded so the browser fetches them in parallel instead
 // of discovering the imports one by one. TestModulesListed keeps the list
 // in step with static/js.
-var jsModules = []string{"js/util.js", "js/store.js", "js/conn.js", "js/control.js", "js/cluster.js", "js/cloud.js", "js/flow.js", "js/diagram.js", "js/nodeinit.js", "js/exercise.js", "js/console.js", "js/player.js", "js/map.js"}
+var jsModules = []string{"js/util.js", "js/store.js", "js/conn.js", "js/control.js", "js/cluster.js", "js/cloud.js", "js/flow.js", "js/diagram.js", "js/nodeinit.js", "js/mystery.js", "js/exercise.js", "js/console.js", "js/player.js", "js/map.js"}
 
 func Page(d PageData) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {

@@ -43,6 +43,33 @@ const (
 	Component = "ccmlab-load-balancer-controller"
 )
 
+// Annotations the real controller reads, with the values this one follows.
+const (
+	// AnnotationType "external" (or the older "nlb-ip") hands a Service
+	// without a class to this controller; cloud-provider-aws's Service
+	// controller then leaves it alone (ImplementedElsewhere).
+	AnnotationType = "service.beta.kubernetes.io/aws-load-balancer-type"
+	// AnnotationTargetType is "instance" (the default) or "ip".
+	AnnotationTargetType = "service.beta.kubernetes.io/aws-load-balancer-nlb-target-type"
+)
+
+// IsExternal reports whether the annotations hand a Service to the load
+// balancer controller (aws-load-balancer-type external or nlb-ip).
+func IsExternal(annotations map[string]string) bool {
+	v := annotations[AnnotationType]
+	return v == "external" || v == "nlb-ip"
+}
+
+// TargetType is the target type a Service asks for: ip with
+// nlb-target-type ip (or type nlb-ip), instance otherwise, which is the
+// real controller's default.
+func TargetType(svc *v1.Service) cloud.TargetType {
+	if svc.Annotations[AnnotationTargetType] == "ip" || svc.Annotations[AnnotationType] == "nlb-ip" {
+		return cloud.TargetTypeIP
+	}
+	return cloud.TargetTypeInstance
+}
+
 // Event reasons, as the real controller names them.
 const (
 	ReasonReconciled         = "SuccessfullyReconciled"
@@ -68,6 +95,7 @@ type Controller struct {
 	log      *slog.Logger
 	services corelisters.ServiceLister
 	slices   discoverylisters.EndpointSliceLister
+	nodes    corelisters.NodeLister
 	synced   []cache.InformerSynced
 	queue    workqueue.TypedRateLimitingInterface[string]
 	// recorder is set by Run before any worker starts.
@@ -87,12 +115,14 @@ func New(cfg Config, factory informers.SharedInformerFactory) (*Controller, erro
 	}
 	svcInf := factory.Core().V1().Services()
 	esInf := factory.Discovery().V1().EndpointSlices()
+	nodeInf := factory.Core().V1().Nodes()
 	c := &Controller{
 		cfg:      cfg,
 		log:      cfg.Logger.With("controller", "lbc"),
 		services: svcInf.Lister(),
 		slices:   esInf.Lister(),
-		synced:   []cache.InformerSynced{svcInf.Informer().HasSynced, esInf.Informer().HasSynced},
+		nodes:    nodeInf.Lister(),
+		synced:   []cache.InformerSynced{svcInf.Informer().HasSynced, esInf.Informer().HasSynced, nodeInf.Informer().HasSynced},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 30*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "lbc"},
@@ -116,7 +146,34 @@ func New(cfg Config, factory informers.SharedInformerFactory) (*Controller, erro
 	if err != nil {
 		return nil, err
 	}
+	// Instance targets follow the nodes.
+	_, err = nodeInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { c.enqueueInstanceServices() },
+		UpdateFunc: func(old, cur any) {
+			o, ok1 := old.(*v1.Node)
+			n, ok2 := cur.(*v1.Node)
+			if ok1 && ok2 && (o.Spec.ProviderID != n.Spec.ProviderID || o.Labels[v1.LabelNodeExcludeBalancers] != n.Labels[v1.LabelNodeExcludeBalancers]) {
+				c.enqueueInstanceServices()
+			}
+		},
+		DeleteFunc: func(any) { c.enqueueInstanceServices() },
+	})
+	if err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+func (c *Controller) enqueueInstanceServices() {
+	list, err := c.services.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, svc := range list {
+		if isNLB(svc) && TargetType(svc) == cloud.TargetTypeInstance {
+			c.queue.Add(svc.Namespace + "/" + svc.Name)
+		}
+	}
 }
 
 // owned reports whether this controller is (or was) responsible for svc.
@@ -124,8 +181,16 @@ func owned(svc *v1.Service) bool {
 	return isNLB(svc) || slices.Contains(svc.Finalizers, Finalizer)
 }
 
+// isNLB: a LoadBalancer Service of this controller's class, or without a
+// class and annotated aws-load-balancer-type external.
 func isNLB(svc *v1.Service) bool {
-	return svc.Spec.Type == v1.ServiceTypeLoadBalancer && svc.Spec.LoadBalancerClass != nil && *svc.Spec.LoadBalancerClass == LoadBalancerClass
+	if svc.Spec.Type != v1.ServiceTypeLoadBalancer {
+		return false
+	}
+	if svc.Spec.LoadBalancerClass == nil {
+		return IsExternal(svc.Annotations)
+	}
+	return *svc.Spec.LoadBalancerClass == LoadBalancerClass
 }
 
 func (c *Controller) enqueueService(obj, old any) {
@@ -240,7 +305,13 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	model, err := BuildModel(svc, esList, c.cfg.ClusterName)
+	var nodes []*v1.Node
+	if TargetType(svc) == cloud.TargetTypeInstance {
+		if nodes, err = c.nodes.List(labels.Everything()); err != nil {
+			return err
+		}
+	}
+	model, err := BuildModel(svc, esList, nodes, c.cfg.ClusterName)
 	if err != nil {
 		c.event(svc, v1.EventTypeWarning, ReasonFailedBuild, "Failed build model due to %v", err)
 		return err
@@ -282,7 +353,7 @@ func (c *Controller) deploy(ctx context.Context, m Model, svc *v1.Service) (clou
 			return lb, false, err
 		}
 		lb, err = cl.CreateLoadBalancer(ctx, cloud.CreateLoadBalancerInput{
-			Name: m.Name, Listeners: m.Listeners, TargetType: cloud.TargetTypeIP, Tags: m.Tags,
+			Name: m.Name, Listeners: m.Listeners, TargetType: m.TargetType, Tags: m.Tags,
 		})
 		if err != nil {
 			return lb, false, fmt.Errorf("creating load balancer %s: %w", m.Name, err)
@@ -292,8 +363,10 @@ func (c *Controller) deploy(ctx context.Context, m Model, svc *v1.Service) (clou
 		return lb, false, fmt.Errorf("describing load balancer %s: %w", m.Name, err)
 	default:
 		lb = out[0]
-		if lb.TargetType != cloud.TargetTypeIP {
-			return lb, false, fmt.Errorf("load balancer %s exists with target type %s, want ip", m.Name, lb.TargetType)
+		if lb.TargetType != m.TargetType {
+			// The real controller would build a new target group; here the
+			// Service has to be created again.
+			return lb, false, fmt.Errorf("load balancer %s exists with target type %s, want %s (delete and recreate the Service to change it)", m.Name, lb.TargetType, m.TargetType)
 		}
 		if !slices.Equal(lb.Listeners, m.Listeners) {
 			if lb, err = cl.SetListeners(ctx, m.Name, m.Listeners); err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -25,6 +26,7 @@ const (
 // Model is the load balancer a Service should have.
 type Model struct {
 	Name        string
+	TargetType  cloud.TargetType
 	Listeners   []cloud.Listener
 	Targets     []cloud.Target // sorted by ID, then Port; Health unset
 	HealthCheck cloud.HealthCheck
@@ -46,11 +48,14 @@ func cut(s string, n int) string {
 }
 
 // BuildModel works out listeners, targets and health check from the
-// Service and its EndpointSlices. Targets are the ready endpoints' addresses
-// on the port each Service port resolves to.
-func BuildModel(svc *v1.Service, endpointSlices []*discoveryv1.EndpointSlice, clusterName string) (Model, error) {
+// Service, its EndpointSlices and the nodes. With ip targets the targets
+// are the ready endpoints' addresses on the port each Service port
+// resolves to; with instance targets (the default) they are the nodes'
+// instances on the NodePort, the listeners forwarding to the NodePort.
+func BuildModel(svc *v1.Service, endpointSlices []*discoveryv1.EndpointSlice, nodes []*v1.Node, clusterName string) (Model, error) {
 	m := Model{
-		Name: LoadBalancerName(svc),
+		Name:       LoadBalancerName(svc),
+		TargetType: TargetType(svc),
 		Tags: map[string]string{
 			TagStack:    svc.Namespace + "/" + svc.Name,
 			TagResource: "LoadBalancer",
@@ -97,6 +102,9 @@ func BuildModel(svc *v1.Service, endpointSlices []*discoveryv1.EndpointSlice, cl
 		}
 		m.Listeners = append(m.Listeners, cloud.Listener{Protocol: string(proto), Port: sp.Port, TargetPort: targetPort})
 	}
+	if m.TargetType == cloud.TargetTypeInstance {
+		return instanceModel(m, svc, nodes)
+	}
 	slices.SortFunc(m.Targets, func(a, b cloud.Target) int {
 		return cmp.Or(cmp.Compare(a.ID, b.ID), cmp.Compare(a.Port, b.Port))
 	})
@@ -121,4 +129,46 @@ func slicePort(es *discoveryv1.EndpointSlice, name string, proto v1.Protocol) (i
 		}
 	}
 	return 0, false
+}
+
+// instanceModel: every node's instance on the NodePort of each port, like
+// the real controller's instance mode (nodes labelled
+// node.kubernetes.io/exclude-from-external-load-balancers and nodes without
+// a providerID left out); the health check probes the traffic port.
+func instanceModel(m Model, svc *v1.Service, nodes []*v1.Node) (Model, error) {
+	m.Targets = nil
+	for i, sp := range svc.Spec.Ports {
+		if sp.NodePort == 0 {
+			return m, fmt.Errorf("service %s/%s port %d has no NodePort yet", svc.Namespace, svc.Name, sp.Port)
+		}
+		m.Listeners[i].TargetPort = sp.NodePort
+	}
+	for _, n := range nodes {
+		if _, excluded := n.Labels[v1.LabelNodeExcludeBalancers]; excluded || n.DeletionTimestamp != nil {
+			continue
+		}
+		id := instanceID(n.Spec.ProviderID)
+		if id == "" {
+			continue
+		}
+		for _, sp := range svc.Spec.Ports {
+			m.Targets = append(m.Targets, cloud.Target{ID: id, Port: sp.NodePort})
+		}
+	}
+	slices.SortFunc(m.Targets, func(a, b cloud.Target) int {
+		return cmp.Or(cmp.Compare(a.ID, b.ID), cmp.Compare(a.Port, b.Port))
+	})
+	m.Targets = slices.Compact(m.Targets)
+	m.HealthCheck = cloud.HealthCheck{Protocol: "TCP", Port: m.Listeners[0].TargetPort}
+	return m, nil
+}
+
+// instanceID is the EC2 instance ID at the end of an aws:///zone/i-...
+// providerID ("" for any other form).
+func instanceID(providerID string) string {
+	i := strings.LastIndex(providerID, "/")
+	if i < 0 || !strings.HasPrefix(providerID[i+1:], "i-") {
+		return ""
+	}
+	return providerID[i+1:]
 }

@@ -19,7 +19,7 @@ import (
 
 func svc(ns, name, uid string, ports ...v1.ServicePort) *v1.Service {
 	return &v1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(uid)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(uid), Annotations: map[string]string{AnnotationTargetType: "ip"}},
 		Spec:       v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, LoadBalancerClass: ptr.To(LoadBalancerClass), Ports: ports},
 	}
 }
@@ -113,7 +113,7 @@ func TestBuildModel(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m, err := BuildModel(tc.svc, tc.slices, "ccmlab")
+			m, err := BuildModel(tc.svc, tc.slices, nil, "ccmlab")
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("err = %v, want %q", err, tc.err)
@@ -144,3 +144,44 @@ func TestBuildModel(t *testing.T) {
 }
 
 func itoa(i int32) string { return strconv.Itoa(int(i)) }
+
+func TestBuildModelTargetType(t *testing.T) {
+	node := func(name, providerID string, labels map[string]string) *v1.Node {
+		return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: v1.NodeSpec{ProviderID: providerID}}
+	}
+	nodes := []*v1.Node{
+		node("a", "aws:///ap-northeast-1a/i-0a", nil),
+		node("b", "aws:///ap-northeast-1c/i-0b", map[string]string{v1.LabelNodeExcludeBalancers: "true"}),
+		node("c", "", nil),
+	}
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		want        cloud.TargetType
+		targets     []cloud.Target
+	}{
+		{"default is instance", nil, cloud.TargetTypeInstance, []cloud.Target{{ID: "i-0a", Port: 30080}}},
+		{"nlb-target-type ip", map[string]string{AnnotationTargetType: "ip"}, cloud.TargetTypeIP, []cloud.Target{{ID: "10.0.1.5", Port: 8080}}},
+		{"type nlb-ip", map[string]string{AnnotationType: "nlb-ip"}, cloud.TargetTypeIP, []cloud.Target{{ID: "10.0.1.5", Port: 8080}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := svc("ns", "web", "u", v1.ServicePort{Name: "http", Port: 80, NodePort: 30080, Protocol: v1.ProtocolTCP})
+			s.Annotations = tc.annotations
+			m, err := BuildModel(s, []*discoveryv1.EndpointSlice{slice("http", 8080, map[string]*bool{"10.0.1.5": ptr.To(true)})}, nodes, "ccmlab")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.TargetType != tc.want || !slices.Equal(m.Targets, tc.targets) {
+				t.Errorf("model = %s %v, want %s %v", m.TargetType, m.Targets, tc.want, tc.targets)
+			}
+		})
+	}
+}
+
+func TestIsExternal(t *testing.T) {
+	for v, want := range map[string]bool{"external": true, "nlb-ip": true, "nlb": false, "": false} {
+		if got := IsExternal(map[string]string{AnnotationType: v}); got != want {
+			t.Errorf("IsExternal(%q) = %v, want %v", v, got, want)
+		}
+	}
+}

@@ -16,6 +16,7 @@ var _ cloudprovider.InstancesV2 = (*Provider)(nil)
 // terminated instance does not: that is the signal for the node-lifecycle
 // controller to delete the Node.
 func (p *Provider) InstanceExists(ctx context.Context, node *v1.Node) (bool, error) {
+	ctx = cloud.WithMethod(ctx, "InstancesV2.InstanceExists")
 	inst, found, err := p.findInstance(ctx, node)
 	if err != nil {
 		return false, err
@@ -27,6 +28,7 @@ func (p *Provider) InstanceExists(ctx context.Context, node *v1.Node) (bool, err
 // stopping); the node-lifecycle controller then taints the Node with
 // node.cloudprovider.kubernetes.io/shutdown.
 func (p *Provider) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, error) {
+	ctx = cloud.WithMethod(ctx, "InstancesV2.InstanceShutdown")
 	inst, found, err := p.findInstance(ctx, node)
 	if err != nil || !found {
 		return false, err
@@ -37,6 +39,7 @@ func (p *Provider) InstanceShutdown(ctx context.Context, node *v1.Node) (bool, e
 // InstanceMetadata is what the Node controller writes onto a new Node:
 // providerID, addresses, instance type, zone and region.
 func (p *Provider) InstanceMetadata(ctx context.Context, node *v1.Node) (*cloudprovider.InstanceMetadata, error) {
+	ctx = cloud.WithMethod(ctx, "InstancesV2.InstanceMetadata")
 	inst, found, err := p.findInstance(ctx, node)
 	if err != nil {
 		return nil, err

@@ -28,6 +28,19 @@ const (
 // answers on spec.healthCheckNodePort with whether the node has a ready Pod.
 const localHealthCheckPath = "/healthz"
 
+// annotationLBType is the annotation cloud-provider-aws reads to leave a
+// Service to the AWS Load Balancer Controller.
+const annotationLBType = "service.beta.kubernetes.io/aws-load-balancer-type"
+
+// implementedElsewhere: like cloud-provider-aws, a Service annotated
+// aws-load-balancer-type external (or nlb-ip) belongs to the load balancer
+// controller; the Service controller then adds its finalizer and records
+// EnsuringLoadBalancer, and does nothing more.
+func implementedElsewhere(service *v1.Service) bool {
+	v := service.Annotations[annotationLBType]
+	return v == "external" || v == "nlb-ip"
+}
+
 // GetLoadBalancerName is the upstream default: "a" + the Service's UID
 // without dashes, cut to 32 characters (ELB's limit).
 func (p *Provider) GetLoadBalancerName(_ context.Context, _ string, service *v1.Service) string {
@@ -37,6 +50,10 @@ func (p *Provider) GetLoadBalancerName(_ context.Context, _ string, service *v1.
 // GetLoadBalancer reports whether the Service's load balancer exists and,
 // if so, its status.
 func (p *Provider) GetLoadBalancer(ctx context.Context, clusterName string, service *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
+	ctx = cloud.WithMethod(ctx, "LoadBalancer.GetLoadBalancer")
+	if implementedElsewhere(service) {
+		return nil, false, nil
+	}
 	lb, found, err := p.describeLB(ctx, p.GetLoadBalancerName(ctx, clusterName, service))
 	if err != nil || !found {
 		return nil, false, err
@@ -49,6 +66,10 @@ func (p *Provider) GetLoadBalancer(ctx context.Context, clusterName string, serv
 // These are steps 3 and 4 of the lab's six; the Service controller does the
 // rest (finalizer, events, writing the returned status).
 func (p *Provider) EnsureLoadBalancer(ctx context.Context, clusterName string, service *v1.Service, nodes []*v1.Node) (*v1.LoadBalancerStatus, error) {
+	ctx = cloud.WithMethod(ctx, "LoadBalancer.EnsureLoadBalancer")
+	if implementedElsewhere(service) {
+		return nil, cloudprovider.ImplementedElsewhere
+	}
 	name := p.GetLoadBalancerName(ctx, clusterName, service)
 	listeners, err := serviceListeners(service)
 	if err != nil {
@@ -91,6 +112,10 @@ func (p *Provider) confirmService(ctx context.Context, service *v1.Service) erro
 
 // UpdateLoadBalancer brings the targets in line with a changed set of nodes.
 func (p *Provider) UpdateLoadBalancer(ctx context.Context, clusterName string, service *v1.Service, nodes []*v1.Node) error {
+	ctx = cloud.WithMethod(ctx, "LoadBalancer.UpdateLoadBalancer")
+	if implementedElsewhere(service) {
+		return cloudprovider.ImplementedElsewhere
+	}
 	name := p.GetLoadBalancerName(ctx, clusterName, service)
 	lb, found, err := p.describeLB(ctx, name)
 	if err != nil {
@@ -105,6 +130,10 @@ func (p *Provider) UpdateLoadBalancer(ctx context.Context, clusterName string, s
 // EnsureLoadBalancerDeleted deletes the Service's load balancer; one that is
 // already gone counts as deleted.
 func (p *Provider) EnsureLoadBalancerDeleted(ctx context.Context, clusterName string, service *v1.Service) error {
+	ctx = cloud.WithMethod(ctx, "LoadBalancer.EnsureLoadBalancerDeleted")
+	if implementedElsewhere(service) {
+		return nil // never ImplementedElsewhere here: the finalizer must go
+	}
 	name := p.GetLoadBalancerName(ctx, clusterName, service)
 	ctx, end, err := p.begin(ctx)
 	if err != nil {
@@ -257,8 +286,13 @@ func (p *Provider) targets(ctx context.Context, name string, ts []cloud.Target, 
 // is not among the instances found by name (a node not named after its
 // instance) is a second, unfiltered call made. Nodes whose instance is gone
 // or terminated are left out: registering them would fail the whole call,
-// and the node-lifecycle controller is about to delete them anyway.
+// and the node-lifecycle controller is about to delete them anyway. Nodes
+// without a providerID (not initialized yet) are left out too, as
+// cloud-provider-aws does (mapToAWSInstanceIDsTolerant): upstream's Service
+// controller hands them over, since its node predicates check neither
+// Ready nor initialization.
 func (p *Provider) nodeInstanceIDs(ctx context.Context, nodes []*v1.Node) ([]string, error) {
+	nodes = slices.DeleteFunc(slices.Clone(nodes), func(n *v1.Node) bool { return n.Spec.ProviderID == "" })
 	if len(nodes) == 0 {
 		return nil, nil
 	}

@@ -230,7 +230,9 @@ func TestProviderLoadBalancer(t *testing.T) {
 			prov, c := newProvider(t, tc.profile)
 			p := prov.For("service-controller")
 			a, b, gone := run(t, c), run(t, c), run(t, c)
-			nodes := []*v1.Node{nodeNamed(a.PrivateDNSName, ""), nodeNamed("renamed", p.ProviderID(b)), nodeNamed(gone.PrivateDNSName, "")}
+			uninit := run(t, c)
+			nodes := []*v1.Node{nodeNamed(a.PrivateDNSName, p.ProviderID(a)), nodeNamed("renamed", p.ProviderID(b)), nodeNamed(gone.PrivateDNSName, p.ProviderID(gone)),
+				nodeNamed(uninit.PrivateDNSName, "")} // not initialized: no target, as on AWS
 			if _, err := c.TerminateInstance(ctx, gone.ID); err != nil {
 				t.Fatal(err)
 			}
@@ -460,4 +462,59 @@ func targetIDs(lb cloud.LoadBalancer) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+func TestProviderImplementedElsewhere(t *testing.T) {
+	ctx := context.Background()
+	prov, c := newProvider(t, "aws")
+	p := prov.For("service-controller")
+	svc := lbSvc("41111111-2222-3333-4444-555555555555", v1.ServicePort{Port: 80, NodePort: 30080, Protocol: v1.ProtocolTCP})
+	svc.Annotations = map[string]string{annotationLBType: "external"}
+	if _, err := p.EnsureLoadBalancer(ctx, "ccmlab", svc, nil); err != cloudprovider.ImplementedElsewhere {
+		t.Errorf("EnsureLoadBalancer: %v, want ImplementedElsewhere", err)
+	}
+	if err := p.UpdateLoadBalancer(ctx, "ccmlab", svc, nil); err != cloudprovider.ImplementedElsewhere {
+		t.Errorf("UpdateLoadBalancer: %v, want ImplementedElsewhere", err)
+	}
+	if _, exists, err := p.GetLoadBalancer(ctx, "ccmlab", svc); exists || err != nil {
+		t.Errorf("GetLoadBalancer = %v, %v", exists, err)
+	}
+	if err := p.EnsureLoadBalancerDeleted(ctx, "ccmlab", svc); err != nil {
+		t.Errorf("EnsureLoadBalancerDeleted: %v", err)
+	}
+	if n := len(c.Calls(0)); n != 0 {
+		t.Errorf("%d cloud calls for a Service the load balancer controller owns", n)
+	}
+}
+
+// The call log names the interface method behind every call, so a
+// student can read which method of cloudprovider.Interface made it.
+func TestProviderMethodsInCallLog(t *testing.T) {
+	ctx := context.Background()
+	prov, c := newProvider(t, "aws")
+	p := prov.For("service-controller")
+	a := run(t, c)
+	before := len(c.Calls(0))
+	svc := lbSvc("51111111-2222-3333-4444-555555555555", v1.ServicePort{Port: 80, NodePort: 30080, Protocol: v1.ProtocolTCP})
+	if _, err := p.EnsureLoadBalancer(ctx, "ccmlab", svc, []*v1.Node{nodeNamed(a.PrivateDNSName, p.ProviderID(a))}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.InstanceMetadata(ctx, nodeNamed(a.PrivateDNSName, "")); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, call := range c.Calls(0)[before:] {
+		got[call.Action] = call.Method
+	}
+	want := map[string]string{
+		cloud.ActionDescribeLoadBalancers: "LoadBalancer.EnsureLoadBalancer",
+		cloud.ActionCreateLoadBalancer:    "LoadBalancer.EnsureLoadBalancer",
+		cloud.ActionRegisterTargets:       "LoadBalancer.EnsureLoadBalancer",
+		cloud.ActionDescribeInstances:     "InstancesV2.InstanceMetadata", // the last one
+	}
+	for action, m := range want {
+		if got[action] != m {
+			t.Errorf("%s: method %q, want %q", action, got[action], m)
+		}
+	}
 }

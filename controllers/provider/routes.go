@@ -16,6 +16,7 @@ var _ cloudprovider.Routes = (*Provider)(nil)
 // into a node name (the instance's private DNS name). A row whose instance
 // is terminated or gone is a blackhole, which the Route controller deletes.
 func (p *Provider) ListRoutes(ctx context.Context, _ string) ([]*cloudprovider.Route, error) {
+	ctx = cloud.WithMethod(ctx, "Routes.ListRoutes")
 	ctx, end, err := p.begin(ctx)
 	if err != nil {
 		return nil, err
@@ -53,6 +54,7 @@ func (p *Provider) ListRoutes(ctx context.Context, _ string) ([]*cloudprovider.R
 // CreateRoute adds a row sending route.DestinationCIDR (a node's podCIDR)
 // to the node's instance.
 func (p *Provider) CreateRoute(ctx context.Context, _ string, _ string, route *cloudprovider.Route) error {
+	ctx = cloud.WithMethod(ctx, "Routes.CreateRoute")
 	node := string(route.TargetNode)
 	inst, found, err := p.instanceByName(ctx, node)
 	if err != nil {
@@ -71,6 +73,7 @@ func (p *Provider) CreateRoute(ctx context.Context, _ string, _ string, route *c
 
 // DeleteRoute removes a row; one that is already gone counts as deleted.
 func (p *Provider) DeleteRoute(ctx context.Context, _ string, route *cloudprovider.Route) error {
+	ctx = cloud.WithMethod(ctx, "Routes.DeleteRoute")
 	ctx, end, err := p.begin(ctx)
 	if err != nil {
 		return err

@@ -22,11 +22,13 @@ func (p *Provider) GetZone(context.Context) (cloudprovider.Zone, error) {
 // GetZoneByProviderID returns the zone and region of the instance a
 // providerID names.
 func (p *Provider) GetZoneByProviderID(ctx context.Context, providerID string) (cloudprovider.Zone, error) {
+	ctx = cloud.WithMethod(ctx, "Zones.GetZoneByProviderID")
 	return p.zoneOf(ctx, &v1.Node{Spec: v1.NodeSpec{ProviderID: providerID}})
 }
 
 // GetZoneByNodeName returns the zone and region of the named node's instance.
 func (p *Provider) GetZoneByNodeName(ctx context.Context, nodeName types.NodeName) (cloudprovider.Zone, error) {
+	ctx = cloud.WithMethod(ctx, "Zones.GetZoneByNodeName")
 	node := &v1.Node{}
 	node.Name = string(nodeName)
 	return p.zoneOf(ctx, node)

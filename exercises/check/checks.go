@@ -364,7 +364,8 @@ func (e *evalCtx) service(ctx context.Context, name string) (*corev1.Service, Ou
 
 // lbName is the name of the load balancer the Service's owner gives it.
 func lbName(svc *corev1.Service) string {
-	if svc.Spec.LoadBalancerClass != nil && *svc.Spec.LoadBalancerClass == lbc.LoadBalancerClass {
+	if svc.Spec.LoadBalancerClass != nil && *svc.Spec.LoadBalancerClass == lbc.LoadBalancerClass ||
+		svc.Spec.LoadBalancerClass == nil && lbc.IsExternal(svc.Annotations) {
 		return lbc.LoadBalancerName(svc)
 	}
 	return cloudprovider.DefaultLoadBalancerName(svc)

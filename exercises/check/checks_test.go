@@ -74,6 +74,8 @@ type fixture struct {
 	start time.Time
 	hist  *history.Recorder
 	since uint64
+	// causes answers causeNamed (checks_lifecycle_test.go).
+	causes CauseNamer
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -91,7 +93,7 @@ func newFixture(t *testing.T) *fixture {
 
 func (f *fixture) env() Env {
 	p, _ := profile.Get("aws")
-	return Env{Client: fake.NewClientset(f.objs...), Cloud: f.cloud, Flow: f.flows, Controllers: f.ctrl, Dataplane: f.dp, Profile: p, History: f.hist}
+	return Env{Client: fake.NewClientset(f.objs...), Cloud: f.cloud, Flow: f.flows, Controllers: f.ctrl, Dataplane: f.dp, Profile: p, History: f.hist, Causes: f.causes}
 }
 
 func (f *fixture) eval(c format.CheckSpec) Outcome {

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"context"
 	"errors"
 
 	"k8s.io/client-go/kubernetes"
@@ -34,8 +35,14 @@ type Flows interface {
 	NodeFlow(name string) (flow.NodeFlow, bool)
 }
 
+// CauseNamer says whether the student has named mystery-pending's cause
+// and whether that first answer was right (*exercises.Service satisfies it).
+type CauseNamer interface {
+	CauseNamed(ctx context.Context) (named, correct bool, err error)
+}
+
 // Env is the running lab a check is evaluated against. Every field is
-// required.
+// required but Causes.
 type Env struct {
 	Client      kubernetes.Interface
 	Cloud       *cloud.Cloud
@@ -43,6 +50,8 @@ type Env struct {
 	Controllers Controllers
 	Dataplane   Dataplane
 	Profile     profile.Profile
+	// Causes answers the check causeNamed; the exercises service sets it.
+	Causes CauseNamer
 	// History is what happened, with who did it: the evidence kinds read
 	// it from Input.Since on.
 	History *history.Recorder

@@ -19,7 +19,8 @@ func TestExercisesLoad(t *testing.T) {
 		ids = append(ids, ex.ID)
 	}
 	// The list, in the chapter's order.
-	want := []string{"node-init", "no-ccm", "pending-on-purpose", "iam-deny", "lb-class", "local-traffic", "routes", "terminated-vm", "review"}
+	want := []string{"node-init", "no-ccm", "pending-on-purpose", "iam-deny", "lb-class", "local-traffic", "routes", "terminated-vm", "review",
+		"delete-finalizer", "shutdown-taint", "ingress-ip-hostname", "lbc-annotations", "rate-limits", "cloudprovider-interface", "kubevirt-handson", "mystery-pending"}
 	if !slices.Equal(ids, want) {
 		t.Fatalf("exercises = %v, want %v", ids, want)
 	}

@@ -23,6 +23,10 @@ type Call struct {
 	Action string    `json:"action"`
 	// Caller is the identity from WithCaller, or "unknown".
 	Caller string `json:"caller"`
+	// Method is the cloudprovider.Interface method whose work this call
+	// is (WithMethod), e.g. "LoadBalancer.EnsureLoadBalancer"; empty for
+	// calls no CCM controller made.
+	Method string `json:"method,omitempty"`
 	// Request is a short human summary of the arguments, e.g.
 	// "name=a1b2c3 listeners=80->31234/TCP".
 	Request string `json:"request"`

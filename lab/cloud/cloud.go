@@ -113,6 +113,24 @@ func CallerFrom(ctx context.Context) string {
 
 const unknownCaller = "unknown"
 
+type methodKey struct{}
+
+// WithMethod records which cloudprovider.Interface method a call serves
+// ("InstancesV2.InstanceMetadata", "Routes.CreateRoute", ...), so the
+// call log shows the interface behind the API calls.
+func WithMethod(ctx context.Context, method string) context.Context {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return context.WithValue(ctx, methodKey{}, method)
+}
+
+// MethodFrom returns the method set by WithMethod, or "".
+func MethodFrom(ctx context.Context) string {
+	s, _ := ctx.Value(methodKey{}).(string)
+	return s
+}
+
 // emitFunc lets an operation announce which resource it changed. Emitting
 // also marks the state dirty for persistence, so "changed" has one meaning.
 type emitFunc func(kind, id string)
@@ -125,7 +143,7 @@ func (c *Cloud) call(ctx context.Context, action, request string, resources []st
 	if caller == "" {
 		caller = unknownCaller
 	}
-	call, h := c.beginCall(Call{Time: c.clock.Now().UTC(), Action: action, Caller: caller, Request: request, Resources: resources, State: CallRunning})
+	call, h := c.beginCall(Call{Time: c.clock.Now().UTC(), Action: action, Caller: caller, Method: MethodFrom(ctx), Request: request, Resources: resources, State: CallRunning})
 	c.publishCall(call)
 
 	var events []Event

@@ -365,6 +365,13 @@ func (o *Observer) onServiceDelete(obj any) {
 	key := podKey(s.Namespace, s.Name)
 	delete(o.services, key)
 	delete(o.traces, key)
+	// A Service created again under the same name has a new UID and so a
+	// new load balancer: forget the old one's name.
+	for name, owner := range o.lbOwner {
+		if owner == key {
+			delete(o.lbOwner, name)
+		}
+	}
 	o.emit(Change{Type: "service", Op: "delete", Key: key})
 	o.recomputeServiceLocked(key)
 }
@@ -495,8 +502,11 @@ func (o *Observer) onCloudEvent(e cloud.Event, gap bool) {
 // ownLocked learns which Service an LB belongs to from its tags, which is
 // how LBs created by the add-on (with their own names) are found.
 func (o *Observer) ownLocked(lb cloud.LoadBalancer) {
-	if svc := lb.Tags["kubernetes.io/service-name"]; svc != "" {
-		o.lbOwner[lb.Name] = svc
+	for _, tag := range []string{"kubernetes.io/service-name", "service.k8s.aws/stack"} {
+		if svc := lb.Tags[tag]; svc != "" {
+			o.lbOwner[lb.Name] = svc
+			return
+		}
 	}
 }
 

@@ -154,7 +154,10 @@ function updateCallRow(tr, c) {
   setText(col[0], c.seq);
   setText(col[1], clock(c.time));
   setText(col[2], c.caller);
-  setText(col[3], c.action);
+  // The cloudprovider.Interface method behind a CCM call, e.g.
+  // "LoadBalancer.EnsureLoadBalancer → CreateLoadBalancer".
+  setText(col[3], c.method ? c.method + " → " + c.action : c.action);
+  setAttr(tr, "data-method", c.method || null);
   setText(col[4], truncate(c.request, 90));
   setAttr(col[4], "title", c.request);
   let kind = "ok";

@@ -8,6 +8,7 @@
 // itself as it changes, so a step turns green without a click).
 
 import { h, t, setText, setAttr, show } from "./util.js";
+import { initMystery } from "./mystery.js";
 
 const LANG = document.documentElement.lang === "ja" ? "ja" : "en";
 const PICK_KEY = "ccmlab.exercise";
@@ -57,6 +58,11 @@ export function initExercises({ api, fillConsole }) {
     statusBad: false,
   };
   const q = (path) => path + (path.includes("?") ? "&" : "?") + "lang=" + LANG;
+  // The diagnosis challenge's box (mystery.js), before the steps.
+  const mystery = initMystery({ api, q, host: el.steps, status: setStatus, reload: async () => {
+    await Promise.all([loadDetail(ex.chosen), loadList()]);
+    render();
+  } });
 
   function setStatus(text, bad) {
     ex.status = text;
@@ -162,8 +168,9 @@ export function initExercises({ api, fillConsole }) {
     ex.resetArmed = 0;
     setStatus(t("ex.resetting"));
     run("reset", async () => {
-      const d = await api("POST", q("/api/exercises/" + encodeURIComponent(id) + "/reset"));
+      const d = await api("POST", q("/api/exercises/" + encodeURIComponent(id) + "/reset"), mystery.resetBody(id));
       delete ex.reports[id];
+      mystery.forget();
       for (const k of Object.keys(ex.hints)) if (k.startsWith(id + "/")) delete ex.hints[k];
       if (ex.chosen === id) ex.detail = d;
       await loadList();
@@ -264,6 +271,7 @@ export function initExercises({ api, fillConsole }) {
 
   function renderDetail() {
     const d = ex.detail;
+    mystery.render(d, !!ex.busy);
     show(el.detail, !!d);
     setText(el.status, ex.status);
     el.status.classList.toggle("bad", ex.statusBad);

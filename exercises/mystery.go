@@ -1,0 +1,421 @@
+package exercises
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/utils/ptr"
+
+	"github.com/ccmlab/ccmlab/controllers"
+	"github.com/ccmlab/ccmlab/controllers/lbc"
+	"github.com/ccmlab/ccmlab/exercises/format"
+	"github.com/ccmlab/ccmlab/internal/i18n"
+	"github.com/ccmlab/ccmlab/internal/kube"
+	"github.com/ccmlab/ccmlab/lab/cloud"
+	"github.com/ccmlab/ccmlab/lab/profile"
+)
+
+// MysteryID is the diagnosis challenge: Reset leaves a type: LoadBalancer
+// Service whose load balancer does not serve, for one hidden cause; the
+// student names the cause, then fixes it.
+const MysteryID = "mystery-pending"
+
+// MysteryService is the challenge's Service and Deployment, in the default
+// namespace. The name says nothing about the cause.
+const MysteryService = "shop"
+
+// The challenge's causes. Each behaves as upstream does; see causes().
+const (
+	CauseNoServiceController = "no-service-controller"
+	CauseClassUnhandled      = "class-unhandled"
+	CauseIAMDeny             = "iam-deny"
+	CauseThrottling          = "throttling"
+	CauseNodesExcluded       = "nodes-excluded"
+	CauseNoInitializedNode   = "no-initialized-node"
+)
+
+// Rows of the progress store that hold the challenge's state. They are
+// not quiz questions, so nothing lists them; Reset (Store.Restart) clears
+// them with the rest of the exercise's progress.
+const (
+	rowHiddenCause = "hidden-cause"
+	rowNamedCause  = "named-cause"
+	// hiddenKey is the progress store's exercise key of the hidden cause,
+	// apart from the exercise's own progress.
+	hiddenKey = MysteryID + "/hidden"
+)
+
+// mysteryThrottleQPS leaves the whole cloud API one call per 100 s: every
+// sync of the Service needs several calls in a row, so none completes.
+const mysteryThrottleQPS = 0.01
+
+// cause is one thing that keeps a LoadBalancer Service from serving.
+type cause struct {
+	id    string
+	label i18n.Text
+	// why is told once the student has named a cause.
+	why i18n.Text
+}
+
+// causes lists the challenge's causes in the order the page offers them.
+func causes() []cause {
+	return []cause{
+		{CauseNoServiceController,
+			i18n.Text{JA: "Service controller が動いていない", EN: "No Service controller is running"},
+			i18n.Text{JA: "Service controller が止まっていました。誰も Service を見ていないので、EXTERNAL-IP は <pending>、イベントも 1 つもありません。Service controller をオンにすると直ります。",
+				EN: "The Service controller was off. Nobody watches the Service, so EXTERNAL-IP is <pending> and there is not a single event. Switching the Service controller on fixes it."}},
+		{CauseClassUnhandled,
+			i18n.Text{JA: "誰も担当しない loadBalancerClass", EN: "A loadBalancerClass nobody handles"},
+			i18n.Text{JA: "Service に loadBalancerClass service.k8s.aws/nlb が付いていました。Service controller はクラス付きの Service を無視し、そのクラスの担当 (ロードバランサー controller) は動いていませんでした。イベントはありません。担当の controller を動かすか、クラス無しで Service を作り直すと直ります (クラスは後から変えられません)。",
+				EN: "The Service carried loadBalancerClass service.k8s.aws/nlb. The Service controller ignores Services with a class, and the controller for that class (the load balancer controller) was not running; there are no events. Running that controller, or creating the Service again without a class (a class cannot be changed), fixes it."}},
+		{CauseIAMDeny,
+			i18n.Text{JA: "IAM が CreateLoadBalancer を拒否している", EN: "IAM denies CreateLoadBalancer"},
+			i18n.Text{JA: "CCM のロールに CreateLoadBalancer が許されていませんでした。SyncLoadBalancerFailed のイベントとコールログに AccessDenied が出ます。拒否を外すと、controller が次の再試行 (間隔は 5 秒から倍々に最大 5 分) で作ります。",
+				EN: "The CCM's role was not allowed CreateLoadBalancer. SyncLoadBalancerFailed events and the call log show AccessDenied. Once the deny is lifted the controller creates it on its next retry (5 s, doubling up to 5 minutes)."}},
+		{CauseThrottling,
+			i18n.Text{JA: "クラウド API のレート制限 (スロットリング)", EN: "Cloud API rate limit (throttling)"},
+			i18n.Text{JA: "クラウド API が 100 秒に 1 回しか呼べないほど絞られていました。SyncLoadBalancerFailed のイベントとコールログに Throttling: Rate exceeded が出ます。制限を外すと、次の再試行で進みます。",
+				EN: "The cloud API was throttled to one call per 100 s. SyncLoadBalancerFailed events and the call log show Throttling: Rate exceeded. Once the limit is lifted the next retry goes through."}},
+		{CauseNodesExcluded,
+			i18n.Text{JA: "すべてのノードがロードバランサーから除外されている", EN: "Every node is excluded from load balancers"},
+			i18n.Text{JA: "すべての Node に node.kubernetes.io/exclude-from-external-load-balancers が付いていました。Service controller は対象ノードが 0 台でも UnAvailableLoadBalancer のイベントを出したうえでロードバランサーを作るので、EXTERNAL-IP は入りますが、ターゲットがありません。ラベルを外すと、ノードの同期がターゲットを登録します。",
+				EN: "Every Node carried node.kubernetes.io/exclude-from-external-load-balancers. With zero eligible nodes the Service controller records UnAvailableLoadBalancer and still ensures the load balancer, so EXTERNAL-IP appears, but the load balancer has no targets. Removing the label lets the node sync register targets."}},
+		{CauseNoInitializedNode,
+			i18n.Text{JA: "初期化された Node が 1 台も無い", EN: "No Node has been initialized"},
+			i18n.Text{JA: "Node controller が止まっていて、新しい VM の Node はどれも uninitialized の taint を持ち、providerID もありませんでした。Service controller の対象ノードの条件 (stableNodeSetPredicates) は Ready も初期化も見ないので、ノードはあると判断してロードバランサーを作り、EXTERNAL-IP は入ります (UnAvailableLoadBalancer も出ません)。しかしプロバイダーは cloud-provider-aws と同じく providerID の無い Node をターゲットにしないので、ターゲットは 0 で、Pod も taint のせいで Pending です。Node controller をオンにすると直ります。",
+				EN: "The Node controller was off: every new VM's Node kept the uninitialized taint and had no providerID. The Service controller's node conditions (stableNodeSetPredicates) check neither Ready nor initialization, so to it there were nodes: it built the load balancer and EXTERNAL-IP appeared (no UnAvailableLoadBalancer either). But the provider, like cloud-provider-aws, leaves Nodes without a providerID out of the targets, so the load balancer has none, and the Pods are Pending on the taint. Switching the Node controller on fixes it."}},
+	}
+}
+
+// CauseIDs lists the causes' ids.
+func CauseIDs() []string {
+	var ids []string
+	for _, c := range causes() {
+		ids = append(ids, c.id)
+	}
+	return ids
+}
+
+func causeIndex(id string) int {
+	return slices.IndexFunc(causes(), func(c cause) bool { return c.id == id })
+}
+
+// CauseView is a cause as the page lists it: never whether it is the one.
+type CauseView struct {
+	ID    string    `json:"id"`
+	Label i18n.Text `json:"label"`
+}
+
+// MysteryView is what GET /api/exercises/mystery-pending adds: the Service
+// to diagnose, the causes to choose from and, only once the student has
+// named one, their answer and the real cause.
+type MysteryView struct {
+	Service string      `json:"service"`
+	Causes  []CauseView `json:"causes"`
+	// Named: the student has named a cause (only the first answer counts).
+	Named   bool   `json:"named"`
+	Answer  string `json:"answer,omitempty"`
+	Correct *bool  `json:"correct,omitempty"`
+	// Cause and Why: the hidden cause, revealed after the answer.
+	Cause string `json:"cause,omitempty"`
+	Why   string `json:"why,omitempty"`
+}
+
+// Mystery returns the challenge's view in lang.
+func (s *Service) Mystery(ctx context.Context, lang string) (MysteryView, error) {
+	lang, err := normLang(lang)
+	if err != nil {
+		return MysteryView{}, err
+	}
+	v := MysteryView{Service: format.Namespace + "/" + MysteryService, Causes: []CauseView{}}
+	for _, c := range causes() {
+		v.Causes = append(v.Causes, CauseView{ID: c.id, Label: c.label})
+	}
+	answers, err := s.cfg.Store.Answers(ctx, MysteryID)
+	if err != nil {
+		return MysteryView{}, err
+	}
+	named, ok := answers[rowNamedCause]
+	if !ok || named.Attempts == 0 {
+		return v, nil
+	}
+	hiddenRows, err := s.cfg.Store.Answers(ctx, hiddenKey)
+	if err != nil {
+		return MysteryView{}, err
+	}
+	all := causes()
+	v.Named = true
+	if named.Choice >= 0 && named.Choice < len(all) {
+		v.Answer = all[named.Choice].id
+	}
+	v.Correct = ptr.To(named.Correct)
+	if hidden, ok := hiddenRows[rowHiddenCause]; ok && hidden.Choice >= 0 && hidden.Choice < len(all) {
+		v.Cause = all[hidden.Choice].id
+		v.Why = all[hidden.Choice].why.In(i18n.Lang(lang))
+	}
+	return v, nil
+}
+
+// NameCause records the student's diagnosis. Only the first answer counts:
+// later ones are refused (the cause is shown after the first).
+func (s *Service) NameCause(ctx context.Context, id, causeID, lang string) (MysteryView, error) {
+	if _, err := s.get(id); err != nil {
+		return MysteryView{}, err
+	}
+	if id != MysteryID {
+		return MysteryView{}, fmt.Errorf("%w: exercise %s has no cause to name (only %s does)", ErrBadInput, id, MysteryID)
+	}
+	if _, err := normLang(lang); err != nil {
+		return MysteryView{}, err
+	}
+	i := causeIndex(causeID)
+	if i < 0 {
+		return MysteryView{}, fmt.Errorf("%w: unknown cause %q (valid: %s)", ErrBadInput, causeID, strings.Join(CauseIDs(), ", "))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	answers, err := s.cfg.Store.Answers(ctx, MysteryID)
+	if err != nil {
+		return MysteryView{}, err
+	}
+	hiddenRows, err := s.cfg.Store.Answers(ctx, hiddenKey)
+	if err != nil {
+		return MysteryView{}, err
+	}
+	hidden, ok := hiddenRows[rowHiddenCause]
+	if _, started, err := s.cfg.Store.Started(ctx, MysteryID); err != nil || !started {
+		ok = false
+	}
+	if !ok {
+		return MysteryView{}, fmt.Errorf("%w: reset %s first: no cause is hidden yet", ErrUnavailable, MysteryID)
+	}
+	if named, ok := answers[rowNamedCause]; ok && named.Attempts > 0 {
+		return MysteryView{}, fmt.Errorf("%w: a cause was already named (%s); only the first answer counts, reset for a new challenge", ErrBadInput, causes()[named.Choice].id)
+	}
+	if _, err := s.cfg.Store.RecordAnswer(ctx, MysteryID, rowNamedCause, i, i == hidden.Choice, s.cfg.Now()); err != nil {
+		return MysteryView{}, err
+	}
+	return s.Mystery(ctx, lang)
+}
+
+// validateMysteryCause refuses an unknown cause before anything changes.
+func validateMysteryCause(causeID string) error {
+	if causeID != "" && causeIndex(causeID) < 0 {
+		return fmt.Errorf("%w: unknown cause %q (valid: %s)", ErrBadInput, causeID, strings.Join(CauseIDs(), ", "))
+	}
+	return nil
+}
+
+// plantMystery runs after the generic reset settled the lab (faults
+// cleared, Service and Deployment shop gone, switches at their defaults):
+// it picks the cause (random when none is given), plants it, creates the
+// Deployment and the Service, and returns once the symptom shows. Call
+// with mu.
+func (s *Service) plantMystery(ctx context.Context, causeID string) error {
+	env := s.cfg.Env
+	if causeID == "" {
+		ids := CauseIDs()
+		causeID = ids[rand.IntN(len(ids))]
+	}
+	idx := causeIndex(causeID)
+	if idx < 0 {
+		return validateMysteryCause(causeID)
+	}
+	if err := s.updateNodes(ctx, func(n *corev1.Node) bool {
+		if _, ok := n.Labels[corev1.LabelNodeExcludeBalancers]; !ok {
+			return false
+		}
+		delete(n.Labels, corev1.LabelNodeExcludeBalancers)
+		return true
+	}); err != nil {
+		return fmt.Errorf("removing exclude labels: %w", err)
+	}
+	// The hidden cause lives under its own key: the reset clears the
+	// exercise's progress (and so the named cause) after this hook.
+	if _, err := s.cfg.Store.RecordAnswer(ctx, hiddenKey, rowHiddenCause, idx, false, s.cfg.Now()); err != nil {
+		return err
+	}
+
+	// The cause, before the Service exists, so the controllers meet the
+	// Service in the broken lab.
+	var class *string
+	var err error
+	switch causeID {
+	case CauseNoServiceController:
+		err = env.Controllers.Disable(profile.Service)
+	case CauseClassUnhandled:
+		class = ptr.To(lbc.LoadBalancerClass)
+		if _, ok := env.Controllers.Status()[controllers.AddonLBC]; ok {
+			err = env.Controllers.Disable(controllers.AddonLBC)
+		}
+	case CauseIAMDeny:
+		err = env.Cloud.SetFaults(cloud.Faults{Deny: []string{cloud.ActionCreateLoadBalancer}, Latency: env.Cloud.Faults().Latency})
+	case CauseThrottling:
+		err = env.Cloud.SetFaults(cloud.Faults{QPS: mysteryThrottleQPS, Burst: 1, Latency: env.Cloud.Faults().Latency})
+	case CauseNodesExcluded:
+		err = s.updateNodes(ctx, func(n *corev1.Node) bool {
+			if n.Labels[corev1.LabelNodeExcludeBalancers] == "true" {
+				return false
+			}
+			if n.Labels == nil {
+				n.Labels = map[string]string{}
+			}
+			n.Labels[corev1.LabelNodeExcludeBalancers] = "true"
+			return true
+		})
+	case CauseNoInitializedNode:
+		err = s.freshUninitializedNodes(ctx, s.cfg.Nodes)
+	}
+	if err != nil {
+		return fmt.Errorf("planting %s: %w", causeID, err)
+	}
+	if err := s.createMysteryObjects(ctx, class); err != nil {
+		return err
+	}
+	// Return once the symptom shows, so the student starts from it.
+	return s.waitFor(ctx, "the symptom of "+causeID, func() (bool, string, error) { return s.mysterySymptom(ctx, causeID) })
+}
+
+func (s *Service) createMysteryObjects(ctx context.Context, class *string) error {
+	cs := s.cfg.Env.Client
+	labels := map[string]string{"app": MysteryService}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: MysteryService, Namespace: format.Namespace, Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](2),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: "nginx", Image: "nginx:1.29", Ports: []corev1.ContainerPort{{ContainerPort: 80}},
+				}}},
+			},
+		},
+	}
+	if _, err := cs.AppsV1().Deployments(format.Namespace).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating Deployment %s: %w", MysteryService, err)
+	}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: MysteryService, Namespace: format.Namespace, Labels: labels},
+		Spec: corev1.ServiceSpec{
+			Type:              corev1.ServiceTypeLoadBalancer,
+			LoadBalancerClass: class,
+			Selector:          labels,
+			Ports:             []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(80), Protocol: corev1.ProtocolTCP}},
+		},
+	}
+	if _, err := cs.CoreV1().Services(format.Namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating Service %s: %w", MysteryService, err)
+	}
+	return nil
+}
+
+// mysterySymptom: the broken state the cause leads to has shown.
+func (s *Service) mysterySymptom(ctx context.Context, causeID string) (bool, string, error) {
+	cs := s.cfg.Env.Client
+	svc, err := cs.CoreV1().Services(format.Namespace).Get(ctx, MysteryService, metav1.GetOptions{})
+	if err != nil {
+		return false, "", ignoreNotFound(err)
+	}
+	ingress := len(svc.Status.LoadBalancer.Ingress) > 0
+	reasons := map[string]string{}
+	evs, err := cs.CoreV1().Events(format.Namespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.uid=" + string(svc.UID)})
+	if err != nil {
+		return false, "", err
+	}
+	for _, e := range evs.Items {
+		reasons[e.Reason] += e.Message + "\n"
+	}
+	switch causeID {
+	case CauseIAMDeny:
+		return strings.Contains(reasons["SyncLoadBalancerFailed"], cloud.ErrAccessDenied), "no AccessDenied event yet", nil
+	case CauseThrottling:
+		return strings.Contains(reasons["SyncLoadBalancerFailed"], cloud.ErrThrottling), "no Throttling event yet", nil
+	case CauseNodesExcluded:
+		_, warned := reasons["UnAvailableLoadBalancer"]
+		return ingress && warned, "no EXTERNAL-IP or UnAvailableLoadBalancer event yet", nil
+	case CauseNoInitializedNode:
+		if !ingress {
+			return false, "no EXTERNAL-IP yet", nil
+		}
+		lb, ok := s.cfg.Env.Cloud.LookupLoadBalancer(cloudprovider.DefaultLoadBalancerName(svc))
+		return ok && len(lb.Targets) == 0, "the load balancer still has targets", nil
+	}
+	return !ingress, "", nil
+}
+
+// freshUninitializedNodes replaces every VM with n new ones that no Node
+// controller has touched: the Node controller goes off, new instances
+// register tainted and without providerID, the old instances are
+// terminated and the node-lifecycle controller deletes their Nodes.
+func (s *Service) freshUninitializedNodes(ctx context.Context, n int) error {
+	env := s.cfg.Env
+	if err := env.Controllers.Disable(profile.Node); err != nil {
+		return err
+	}
+	old := runningInstances(env.Cloud)
+	var fresh []string
+	for range n {
+		inst, err := env.Cloud.RunInstance(cloud.WithCaller(ctx, ResetCaller), cloud.RunInstanceInput{})
+		if err != nil {
+			return fmt.Errorf("launching an instance: %w", err)
+		}
+		fresh = append(fresh, inst.PrivateDNSName)
+	}
+	nodes := env.Client.CoreV1().Nodes()
+	if err := s.waitFor(ctx, "the new VMs' Nodes to register", func() (bool, string, error) {
+		for _, name := range fresh {
+			node, err := nodes.Get(ctx, name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) || (err == nil && !kube.NodeReady(node)) {
+				return false, "node " + name + " not Ready yet", nil
+			}
+			if err != nil {
+				return false, "", err
+			}
+		}
+		return true, "", nil
+	}); err != nil {
+		return err
+	}
+	for _, inst := range old {
+		if _, err := env.Cloud.TerminateInstance(cloud.WithCaller(ctx, ResetCaller), inst.ID); err != nil && !cloud.IsCode(err, cloud.ErrInstanceNotFound) {
+			return fmt.Errorf("terminating %s: %w", inst.ID, err)
+		}
+	}
+	if !env.Controllers.Status()[profile.NodeLifecycle] {
+		return errors.New("the node-lifecycle controller is off: the old VMs' Nodes would stay")
+	}
+	return s.waitFor(ctx, "the old VMs' Nodes to be deleted", func() (bool, string, error) {
+		for _, inst := range old {
+			_, err := nodes.Get(ctx, inst.PrivateDNSName, metav1.GetOptions{})
+			if err == nil {
+				return false, "node " + inst.PrivateDNSName + " still there", nil
+			}
+			if !apierrors.IsNotFound(err) {
+				return false, "", err
+			}
+		}
+		return true, "", nil
+	})
+}
+
+// CauseNamed reports whether the student has named mystery-pending's cause
+// and whether that first answer was right (check.CauseNamer).
+func (s *Service) CauseNamed(ctx context.Context) (named, correct bool, err error) {
+	answers, err := s.cfg.Store.Answers(ctx, MysteryID)
+	if err != nil {
+		return false, false, err
+	}
+	a, ok := answers[rowNamedCause]
+	return ok && a.Attempts > 0, ok && a.Correct, nil
+}
