@@ -14,9 +14,9 @@ import (
 	apiserveroptions "k8s.io/kubernetes/cmd/kube-apiserver/app/options"
 	kcmapp "k8s.io/kubernetes/cmd/kube-controller-manager/app"
 	kcmoptions "k8s.io/kubernetes/cmd/kube-controller-manager/app/options"
-	gcconfig "k8s.io/kubernetes/pkg/controller/garbagecollector/config"
 	schedulerapp "k8s.io/kubernetes/cmd/kube-scheduler/app"
 	scheduleroptions "k8s.io/kubernetes/cmd/kube-scheduler/app/options"
+	gcconfig "k8s.io/kubernetes/pkg/controller/garbagecollector/config"
 )
 
 // parseFlags applies command-line style flags to a component's option
