@@ -429,6 +429,7 @@ func (c *Cloud) SetTargetHealth(name, targetID string, port int32, h TargetHealt
 		return errorf(ErrInvalidTarget, "Target '%s' port %d is not registered with load balancer '%s'", targetID, port, name)
 	}
 	if changed {
+		c.dropView(name)
 		c.publish(Event{Kind: EventLoadBalancer, ID: name})
 	}
 	return nil

@@ -162,8 +162,7 @@ func (e *env) healthChanges() []healthChange {
 	e.memo = &roundMemo{local: map[string]map[string]int{}, ready: map[string]map[string]bool{}}
 	defer func() { e.memo = nil }()
 	var out []healthChange
-	for i := range e.cloud.lbs {
-		lb := &e.cloud.lbs[i]
+	for _, lb := range e.cloud.lbs {
 		svc := e.serviceForLB(lb)
 		for _, t := range lb.Targets {
 			h, reason, ok := e.targetHealth(lb, svc, t)
