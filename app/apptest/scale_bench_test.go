@@ -16,6 +16,7 @@ import (
 	cloudproviderapi "k8s.io/cloud-provider/api"
 
 	"github.com/ccmlab/ccmlab/app/sim"
+	"github.com/ccmlab/ccmlab/controllers"
 	"github.com/ccmlab/ccmlab/internal/kube"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/controlplane/cptest"
@@ -53,7 +54,9 @@ func scaleRun(b *testing.B, n int) {
 	runEnv := *env
 	runEnv.Ctx = ctx
 	prof, _ := profile.Get("aws")
-	lab, err := Start(&runEnv, sim.Config{Profile: prof, ClusterCIDR: env.CP.ClusterCIDR(), Controllers: prof.DefaultOn})
+	// The tuning package app gives a student's lab (app.build).
+	tuning := controllers.Tuning{NodeStatusUpdateFrequency: time.Minute}
+	lab, err := Start(&runEnv, sim.Config{Profile: prof, ClusterCIDR: env.CP.ClusterCIDR(), Controllers: prof.DefaultOn, Tuning: tuning})
 	if err != nil {
 		b.Fatal(err)
 	}

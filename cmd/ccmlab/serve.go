@@ -130,6 +130,7 @@ func serve(ctx context.Context, o *serveOptions, out io.Writer) error {
 		return err
 	}
 	defer stopPprof()
+	tuneGC()
 	// The lab's own log stays at warnings unless -v asks for more, so the
 	// progress lines and the ready line are what a student sees.
 	level := slog.LevelWarn
@@ -150,6 +151,7 @@ func serve(ctx context.Context, o *serveOptions, out io.Writer) error {
 		Say: func(line string) { fmt.Fprintln(out, line) },
 		OnReady: func(kubeconfig string) {
 			fmt.Fprintf(out, "ccmlab is ready: http://%s  kubeconfig: %s\n", ln.Addr(), kubeconfig)
+			go settled()
 		},
 	})
 	if err != nil {

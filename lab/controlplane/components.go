@@ -53,6 +53,7 @@ func (cp *ControlPlane) apiserverArgs(etcdURL string) []string {
 		"--profiling=false",
 		"--runtime-config=" + runtimeConfig(),
 		"--disable-admission-plugins=" + strings.Join(disabledAdmission, ","),
+		"--watch-cache-sizes=" + watchCacheSizes(),
 	}
 }
 

@@ -144,3 +144,59 @@ var gcIgnored = []struct{ group, resource string }{
 	{"networking.k8s.io", "servicecidrs"},
 	{"policy", "poddisruptionbudgets"},
 }
+
+// uncached are resources the apiserver serves without a watch cache
+// (--watch-cache-sizes=<resource>#0): each cache is a copy of every object,
+// a ring of recent events, an etcd watch and about ten goroutines, one of
+// which wakes every second to send bookmarks. These have one watcher or
+// none (the scheduler's or the apiserver's own informer), a handful of
+// objects, and change only when someone edits them; their reads go to
+// etcd instead. Everything the lab's flows touch keeps its cache (Nodes,
+// Pods, Services, EndpointSlices, Leases, Events, namespaces, the
+// apiserver's ClusterIP allocator's ServiceCIDRs and IPAddresses...).
+var uncached = []string{
+	"clusterroles.rbac.authorization.k8s.io",
+	"clusterrolebindings.rbac.authorization.k8s.io",
+	"roles.rbac.authorization.k8s.io",
+	"rolebindings.rbac.authorization.k8s.io",
+	"flowschemas.flowcontrol.apiserver.k8s.io",
+	"prioritylevelconfigurations.flowcontrol.apiserver.k8s.io",
+	"mutatingwebhookconfigurations.admissionregistration.k8s.io",
+	"validatingwebhookconfigurations.admissionregistration.k8s.io",
+	"validatingadmissionpolicies.admissionregistration.k8s.io",
+	"validatingadmissionpolicybindings.admissionregistration.k8s.io",
+	"mutatingadmissionpolicies.admissionregistration.k8s.io",
+	"mutatingadmissionpolicybindings.admissionregistration.k8s.io",
+	"priorityclasses.scheduling.k8s.io",
+	"poddisruptionbudgets.policy",
+	"storageclasses.storage.k8s.io",
+	"csinodes.storage.k8s.io",
+	"csidrivers.storage.k8s.io",
+	"csistoragecapacities.storage.k8s.io",
+	"volumeattachments.storage.k8s.io",
+	"volumeattributesclasses.storage.k8s.io",
+	"resourceclaims.resource.k8s.io",
+	"resourceclaimtemplates.resource.k8s.io",
+	"resourceslices.resource.k8s.io",
+	"deviceclasses.resource.k8s.io",
+	"devicetaintrules.resource.k8s.io",
+	"ingresses.networking.k8s.io",
+	"ingressclasses.networking.k8s.io",
+	"networkpolicies.networking.k8s.io",
+	"limitranges",
+	"resourcequotas",
+	"podtemplates",
+	"replicationcontrollers",
+	"persistentvolumes",
+	"statefulsets.apps",
+	"daemonsets.apps",
+	"controllerrevisions.apps",
+}
+
+func watchCacheSizes() string {
+	parts := make([]string, len(uncached))
+	for i, r := range uncached {
+		parts[i] = r + "#0"
+	}
+	return strings.Join(parts, ",")
+}
