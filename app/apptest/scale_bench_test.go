@@ -3,6 +3,7 @@ package apptest
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -90,6 +91,7 @@ func scaleRun(b *testing.B, n int) {
 		return ok >= n, fmt.Sprintf("%d of %d initialized", ok, n)
 	})
 	nodesTook := time.Since(t0)
+	progress("%d nodes initialized in %s", n, nodesTook.Round(time.Millisecond))
 
 	t1 := time.Now()
 	var wg sync.WaitGroup
@@ -109,6 +111,7 @@ func scaleRun(b *testing.B, n int) {
 	close(next)
 	wg.Wait()
 	created := time.Since(t1)
+	progress("%d Services created in %s", n, created.Round(time.Millisecond))
 	poll(b, 10*time.Minute, "services converged", func() (bool, string) { return converged(ctx, client, lab, n) })
 	svcTook := time.Since(t1)
 	total := time.Since(t0)
@@ -182,10 +185,15 @@ func hasTaint(n *v1.Node, key string) bool {
 func poll(b *testing.B, timeout time.Duration, what string, cond func() (bool, string)) {
 	b.Helper()
 	deadline := time.Now().Add(timeout)
+	last := time.Now()
 	for {
 		ok, state := cond()
 		if ok {
 			return
+		}
+		if time.Since(last) >= 10*time.Second {
+			progress("%s: %s", what, state)
+			last = time.Now()
 		}
 		if time.Now().After(deadline) {
 			b.Fatalf("%s: not after %s: %s", what, timeout, state)
@@ -221,4 +229,10 @@ func cleanup(b *testing.B, client kubernetes.Interface, lab *Lab, cancel context
 		}
 		return len(n.Items) == 0 && len(s.Items) <= 1, fmt.Sprintf("%d nodes, %d services left", len(n.Items), len(s.Items))
 	})
+}
+
+// progress shows a long run's phases as they happen (b.Log prints only at
+// the end).
+func progress(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "scale %s: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
 }
