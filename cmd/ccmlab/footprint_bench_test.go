@@ -72,9 +72,31 @@ func memTotalMB() float64 {
 	return 0
 }
 
+// statusMB reads fields of /proc/<pid>/status in MB (RssAnon: private
+// memory; RssFile: mostly the binary's text, shared by every lab on the
+// machine that runs the same binary).
+func statusMB(pid int, field string) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == field+":" {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
 // idle starts the binary with args, waits for ready, leaves it alone for
 // settle and returns its RSS (MB) at the end of a CPU window and that CPU.
 func idle(b *testing.B, args ...string) (rssMB, cpu float64) {
+	rss, cpu, _, _ := idleSplit(b, args...)
+	return rss, cpu
+}
+
+func idleSplit(b *testing.B, args ...string) (rssMB, cpu, anonMB, fileMB float64) {
 	b.Helper()
 	p := startProcess(b, b.TempDir(), args...)
 	defer func() {
@@ -84,7 +106,7 @@ func idle(b *testing.B, args ...string) (rssMB, cpu float64) {
 	time.Sleep(settle)
 	pid := p.cmd.Process.Pid
 	cpu = cpuPercent(window, pid)
-	return float64(rssKB(pid)) / 1024, cpu
+	return float64(rssKB(pid)) / 1024, cpu, statusMB(pid, "RssAnon"), statusMB(pid, "RssFile")
 }
 
 // BenchmarkIdle: a 3-node lab 30 s after ready, against a bare
@@ -95,7 +117,9 @@ func BenchmarkIdle(b *testing.B) {
 	needBinary(b)
 	for range b.N {
 		bareRSS, bareCPU := idle(b, "--bare-apiserver")
-		rss, cpu := idle(b)
+		rss, cpu, anon, file := idleSplit(b)
+		b.ReportMetric(anon, "idle-anon-MB")
+		b.ReportMetric(file, "idle-file-MB")
 		b.ReportMetric(rss, "idle-RSS-MB")
 		b.ReportMetric(cpu, "idle-CPU-%")
 		b.ReportMetric(bareRSS, "bare-RSS-MB")
@@ -104,8 +128,8 @@ func BenchmarkIdle(b *testing.B) {
 		byCPU := float64(runtime.NumCPU()) * 100 / max(cpu, 0.01)
 		b.ReportMetric(float64(int(min(byMem, byCPU))), "labs/machine")
 		b.ReportMetric(0, "ns/op")
-		b.Logf("idle lab: RSS %.0f MB, CPU %.2f%%; bare etcd+apiserver: RSS %.0f MB, CPU %.2f%%; labs by memory %.0f, by CPU %.0f",
-			rss, cpu, bareRSS, bareCPU, byMem, byCPU)
+		b.Logf("idle lab: RSS %.0f MB (private %.0f, file-backed %.0f), CPU %.2f%%; bare etcd+apiserver: RSS %.0f MB, CPU %.2f%%; labs by memory %.0f, by CPU %.0f",
+			rss, anon, file, cpu, bareRSS, bareCPU, byMem, byCPU)
 	}
 }
 

@@ -8,6 +8,8 @@ package benchtable
 var Budgets = []Budget{
 	{Name: "lab ready / bare etcd+apiserver start", Bench: "BenchmarkColdStart", Unit: "lab/bare", Max: 1.5, Baseline: "bare-apiserver-ms", Figure: "lab-ms"},
 	{Name: "idle RSS, 3 nodes (MB)", Bench: "BenchmarkIdle", Unit: "idle-RSS-MB", Max: 250, Baseline: "bare-RSS-MB"},
+	{Name: "  of which private (RssAnon, MB)", Bench: "BenchmarkIdle", Unit: "idle-anon-MB"},
+	{Name: "  of which file-backed (binary text, shared, MB)", Bench: "BenchmarkIdle", Unit: "idle-file-MB"},
 	{Name: "idle CPU, 3 nodes (% of a core)", Bench: "BenchmarkIdle", Unit: "idle-CPU-%", Max: 1.5, Baseline: "bare-CPU-%"},
 	{Name: "labs per machine (2 cores, 24 GiB)", Bench: "BenchmarkIdle", Unit: "labs/machine", Min: 30},
 	{Name: "apply -> EXTERNAL-IP p50 (ms)", Bench: "BenchmarkServiceExternalIP", Unit: "p50-ms", Max: 300},
