@@ -19,10 +19,6 @@ import (
 	"github.com/ccmlab/ccmlab/lab/profile"
 )
 
-var env *cptest.Env
-
-func TestMain(m *testing.M) { cptest.Main(m, &env) }
-
 // An exercise check reads a Pod's access log the way kubectl logs does:
 // GetLogs through the apiserver, which reaches the kubelet through its
 // egress proxy.

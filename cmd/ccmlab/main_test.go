@@ -57,7 +57,7 @@ func needBinary(t testing.TB) {
 	}
 }
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -76,7 +76,7 @@ type process struct {
 	stderr *bytes.Buffer
 }
 
-func startProcess(t *testing.T, dataDir string, args ...string) *process {
+func startProcess(t testing.TB, dataDir string, args ...string) *process {
 	t.Helper()
 	addr := freeAddr(t)
 	args = append([]string{"--data-dir", dataDir, "--listen", addr}, args...)
@@ -130,7 +130,7 @@ func (l *process) stop(t *testing.T) {
 	}
 }
 
-func clientFor(t *testing.T, dataDir string) kubernetes.Interface {
+func clientFor(t testing.TB, dataDir string) kubernetes.Interface {
 	t.Helper()
 	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dataDir, "kubeconfig"))
 	if err != nil {

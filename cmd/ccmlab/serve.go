@@ -34,6 +34,8 @@ type serveOptions struct {
 	// bareAPIServer is the cold-start benchmark's baseline: etcd and
 	// kube-apiserver only.
 	bareAPIServer bool
+	// pprof is a loopback address for Go's runtime profiles; empty is off.
+	pprof string
 }
 
 func defaultServeOptions() *serveOptions {
@@ -54,6 +56,8 @@ func (o *serveOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.clusterCIDR, "cluster-cidr", o.clusterCIDR, "with --kubeconfig: the cluster's Pod network (default "+app.DefaultAttachedClusterCIDR+", kind's)")
 	fs.BoolVar(&o.bareAPIServer, "bare-apiserver", false, "start only etcd and kube-apiserver (benchmark baseline)")
 	_ = fs.MarkHidden("bare-apiserver")
+	fs.StringVar(&o.pprof, "pprof", "", "serve Go runtime profiles (/debug/pprof/) on this loopback address (off by default)")
+	_ = fs.MarkHidden("pprof")
 }
 
 func (o *serveOptions) validate() error {
@@ -120,6 +124,13 @@ func serve(ctx context.Context, o *serveOptions, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", o.listen, errors.Unwrap(err))
 	}
+	stopPprof, err := startPprof(o.pprof)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer stopPprof()
+	tuneGC()
 	// The lab's own log stays at warnings unless -v asks for more, so the
 	// progress lines and the ready line are what a student sees.
 	level := slog.LevelWarn
@@ -140,6 +151,7 @@ func serve(ctx context.Context, o *serveOptions, out io.Writer) error {
 		Say: func(line string) { fmt.Fprintln(out, line) },
 		OnReady: func(kubeconfig string) {
 			fmt.Fprintf(out, "ccmlab is ready: http://%s  kubeconfig: %s\n", ln.Addr(), kubeconfig)
+			go settled()
 		},
 	})
 	if err != nil {

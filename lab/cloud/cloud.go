@@ -3,6 +3,7 @@ package cloud
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/netip"
 	"slices"
 	"sync"
@@ -29,6 +30,12 @@ type Cloud struct {
 	nextZone  int               // round-robin placement cursor
 	lbs       map[string]*LoadBalancer
 	routes    map[netip.Prefix]*Route
+
+	// views caches a frozen copy of each load balancer for
+	// LoadBalancerViews; a change to one drops its copy (see dropView).
+	// Filled under mu.RLock, so it has a lock of its own.
+	viewMu sync.Mutex
+	views  map[string]*LoadBalancer
 
 	faults faultState
 	step   stepState
@@ -156,7 +163,12 @@ func (c *Cloud) call(ctx context.Context, action, request string, resources []st
 		}
 	}
 	if err == nil {
-		call.Result, err = fn(func(kind, id string) { events = append(events, Event{Kind: kind, ID: id}) })
+		call.Result, err = fn(func(kind, id string) {
+			if kind == EventLoadBalancer {
+				c.dropView(id)
+			}
+			events = append(events, Event{Kind: kind, ID: id})
+		})
 	}
 
 	call.State = CallDone
@@ -262,6 +274,65 @@ func (c *Cloud) publishCall(call Call) {
 // can detect as a gap in Event.Seq.
 func (c *Cloud) Subscribe(buf int) (<-chan Event, func()) {
 	return c.hub.Subscribe(buf)
+}
+
+// Instances returns a copy of every instance in launch order: what the
+// kubelets need of the cloud, without Snapshot's copy of every load
+// balancer target (a million of them at 1,000 nodes x 1,000 Services).
+func (c *Cloud) Instances() []Instance {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.instancesLocked()
+}
+
+// Routes returns a copy of the route table, sorted by destination.
+func (c *Cloud) Routes() []Route {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.routesLocked()
+}
+
+// LoadBalancerViews returns every load balancer, sorted by name, as shared
+// read-only values: one that has not changed since an earlier call is the
+// very same *LoadBalancer as then, so a reader that refreshes on every
+// change (the data plane) copies only what changed instead of every target
+// of every load balancer. Callers must not modify what they get.
+func (c *Cloud) LoadBalancerViews() []*LoadBalancer {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	c.viewMu.Lock()
+	defer c.viewMu.Unlock()
+	if c.views == nil {
+		c.views = map[string]*LoadBalancer{}
+	}
+	names := slices.Sorted(maps.Keys(c.lbs))
+	out := make([]*LoadBalancer, len(names))
+	for i, n := range names {
+		v := c.views[n]
+		if v == nil {
+			cp := c.lbs[n].clone()
+			v = &cp
+			c.views[n] = v
+		}
+		out[i] = v
+	}
+	if len(c.views) > len(names) { // drop the views of deleted ones
+		for n := range c.views {
+			if _, ok := c.lbs[n]; !ok {
+				delete(c.views, n)
+			}
+		}
+	}
+	return out
+}
+
+// dropView forgets the cached view of a load balancer that changed. Called
+// with mu held for writing (from an operation's emit) or right after the
+// change.
+func (c *Cloud) dropView(name string) {
+	c.viewMu.Lock()
+	delete(c.views, name)
+	c.viewMu.Unlock()
 }
 
 // State is a point-in-time copy of every resource, for the UI.

@@ -396,16 +396,27 @@ func (c *Cloud) DeleteLoadBalancer(ctx context.Context, name string) error {
 	})
 }
 
-// SetTargetHealth records what the data plane's health checker observed.
-// It is not an API call: no IAM, rate limit, step mode or call log, but
-// subscribers get a "loadbalancer" event when the health actually changes.
-// Port 0 matches every port of targetID. Health is not persisted: after a
-// restart every target starts "initial" until it is checked again.
-func (c *Cloud) SetTargetHealth(name, targetID string, port int32, h TargetHealth, reason string) error {
-	switch h {
-	case TargetInitial, TargetHealthy, TargetUnhealthy, TargetUnused:
-	default:
-		return errorf(ErrValidation, "Target health '%s' must be one of [initial, healthy, unhealthy, unused]", h)
+// TargetHealthUpdate is one target's observed health, for SetTargetsHealth.
+type TargetHealthUpdate struct {
+	ID     string
+	Port   int32 // 0 matches every port of ID
+	Health TargetHealth
+	Reason string
+}
+
+// SetTargetsHealth is SetTargetHealth for many targets of one load
+// balancer: one lock and at most one "loadbalancer" event for all of them.
+// A health check round after 1,000 nodes joined changes a million targets;
+// one event per target would have every subscriber re-read the cloud a
+// million times. Updates naming no registered target are skipped and
+// counted in the error; the others still apply.
+func (c *Cloud) SetTargetsHealth(name string, updates []TargetHealthUpdate) error {
+	for _, u := range updates {
+		switch u.Health {
+		case TargetInitial, TargetHealthy, TargetUnhealthy, TargetUnused:
+		default:
+			return errorf(ErrValidation, "Target health '%s' must be one of [initial, healthy, unhealthy, unused]", u.Health)
+		}
 	}
 	c.mu.Lock()
 	lb, err := c.lbLocked(name)
@@ -413,25 +424,44 @@ func (c *Cloud) SetTargetHealth(name, targetID string, port int32, h TargetHealt
 		c.mu.Unlock()
 		return err
 	}
-	found, changed := false, false
-	for i := firstTarget(lb.Targets, targetID); i < len(lb.Targets) && lb.Targets[i].ID == targetID; i++ {
-		t := &lb.Targets[i]
-		if port == 0 || t.Port == port {
-			found = true
-			if t.Health != h || t.Reason != reason {
-				t.Health, t.Reason = h, reason
-				changed = true
+	missing, changed := 0, false
+	for _, u := range updates {
+		found := false
+		for i := firstTarget(lb.Targets, u.ID); i < len(lb.Targets) && lb.Targets[i].ID == u.ID; i++ {
+			t := &lb.Targets[i]
+			if u.Port == 0 || t.Port == u.Port {
+				found = true
+				if t.Health != u.Health || t.Reason != u.Reason {
+					t.Health, t.Reason = u.Health, u.Reason
+					changed = true
+				}
 			}
+		}
+		if !found {
+			missing++
 		}
 	}
 	c.mu.Unlock()
-	if !found {
-		return errorf(ErrInvalidTarget, "Target '%s' port %d is not registered with load balancer '%s'", targetID, port, name)
-	}
 	if changed {
+		c.dropView(name)
 		c.publish(Event{Kind: EventLoadBalancer, ID: name})
 	}
+	switch {
+	case missing == 1 && len(updates) == 1:
+		return errorf(ErrInvalidTarget, "Target '%s' port %d is not registered with load balancer '%s'", updates[0].ID, updates[0].Port, name)
+	case missing > 0:
+		return errorf(ErrInvalidTarget, "%d of %d targets are not registered with load balancer '%s'", missing, len(updates), name)
+	}
 	return nil
+}
+
+// SetTargetHealth records what the data plane's health checker observed.
+// It is not an API call: no IAM, rate limit, step mode or call log, but
+// subscribers get a "loadbalancer" event when the health actually changes.
+// Port 0 matches every port of targetID. Health is not persisted: after a
+// restart every target starts "initial" until it is checked again.
+func (c *Cloud) SetTargetHealth(name, targetID string, port int32, h TargetHealth, reason string) error {
+	return c.SetTargetsHealth(name, []TargetHealthUpdate{{ID: targetID, Port: port, Health: h, Reason: reason}})
 }
 
 func (c *Cloud) lbLocked(name string) (*LoadBalancer, error) {

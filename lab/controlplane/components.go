@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/pflag"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -15,6 +16,7 @@ import (
 	kcmoptions "k8s.io/kubernetes/cmd/kube-controller-manager/app/options"
 	schedulerapp "k8s.io/kubernetes/cmd/kube-scheduler/app"
 	scheduleroptions "k8s.io/kubernetes/cmd/kube-scheduler/app/options"
+	gcconfig "k8s.io/kubernetes/pkg/controller/garbagecollector/config"
 )
 
 // parseFlags applies command-line style flags to a component's option
@@ -44,8 +46,14 @@ func (cp *ControlPlane) apiserverArgs(etcdURL string) []string {
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file=" + cp.pki.ServiceAccountKey(),
 		"--service-account-signing-key-file=" + cp.pki.ServiceAccountKey(),
-		"--authorization-mode=Node,RBAC",
+		// No simulated kubelet authenticates as a node, so the Node
+		// authorizer's graph of Pods, volumes and attachments would be
+		// kept for nobody.
+		"--authorization-mode=RBAC",
 		"--profiling=false",
+		"--runtime-config=" + runtimeConfig(),
+		"--disable-admission-plugins=" + strings.Join(disabledAdmission, ","),
+		"--watch-cache-sizes=" + watchCacheSizes(),
 	}, cp.egressArgs()...)
 }
 
@@ -92,6 +100,7 @@ func (cp *ControlPlane) controllerManagerArgs() []string {
 		// podCIDRs; the lab's apiserver is in the same process.
 		"--kube-api-qps=200",
 		"--kube-api-burst=400",
+		"--controllers=" + strings.Join(kcmControllers, ","),
 	}
 }
 
@@ -108,6 +117,12 @@ func (cp *ControlPlane) runControllerManager(ctx context.Context) (func() error,
 	}
 	if err := s.ComponentGlobalsRegistry.Set(); err != nil {
 		return nil, err
+	}
+	// Component config without a flag of its own (footprint.go).
+	s.GarbageCollectorController.GCIgnoredResources = nil
+	for _, r := range gcIgnored {
+		s.GarbageCollectorController.GCIgnoredResources = append(s.GarbageCollectorController.GCIgnoredResources,
+			gcconfig.GroupResource{Group: r.group, Resource: r.resource})
 	}
 	c, err := s.Config(ctx, known, disabled, aliases)
 	if err != nil {

@@ -244,7 +244,8 @@ func relevantEvent(ev cloud.Event) bool {
 // syncCloud takes a fresh snapshot of the cloud for routing and opens or
 // closes listeners to match it. Only Run's goroutine calls it.
 func (d *Dataplane) syncCloud() *cloudView {
-	cv := newCloudView(d.cfg.Cloud.Snapshot(), d.vpc)
+	c := d.cfg.Cloud
+	cv := indexCloud(c.LoadBalancerViews(), c.Instances(), c.Routes(), d.vpc)
 	d.cloudView.Store(cv)
 	d.syncListeners(cv)
 	return cv

@@ -148,7 +148,7 @@ func (e *env) readyIPs(svc *v1.Service) map[string]bool {
 	return r
 }
 
-// healthChange is one SetTargetHealth call to make.
+// healthChange is one target whose recorded health is to change.
 type healthChange struct {
 	LB     string
 	Target string
@@ -163,8 +163,7 @@ func (e *env) healthChanges() []healthChange {
 	e.memo = &roundMemo{local: map[string]map[string]int{}, ready: map[string]map[string]bool{}}
 	defer func() { e.memo = nil }()
 	var out []healthChange
-	for i := range e.cloud.lbs {
-		lb := &e.cloud.lbs[i]
+	for _, lb := range e.cloud.lbs {
 		svc := e.serviceForLB(lb)
 		for _, t := range lb.Targets {
 			h, reason, ok := e.targetHealth(lb, svc, t)
@@ -179,13 +178,25 @@ func (e *env) healthChanges() []healthChange {
 // checkHealth runs one round of health checks against the cloud view cv.
 func (d *Dataplane) checkHealth(cv *cloudView) {
 	e := d.envFor(cv)
-	for _, c := range e.healthChanges() {
-		if err := d.cfg.Cloud.SetTargetHealth(c.LB, c.Target, c.Port, c.Health, c.Reason); err != nil {
-			// The target or load balancer went away since the snapshot;
-			// the next round works from a fresh one.
-			d.log.Debug("setting target health", "lb", c.LB, "target", c.Target, "port", c.Port, "err", err)
-			continue
+	changes := e.healthChanges()
+	// One call per load balancer: healthChanges sorts by load balancer.
+	for len(changes) > 0 {
+		lb := changes[0].LB
+		n := 1
+		for n < len(changes) && changes[n].LB == lb {
+			n++
 		}
-		d.log.Debug("target health changed", "lb", c.LB, "target", c.Target, "port", c.Port, "health", c.Health, "reason", c.Reason)
+		updates := make([]cloud.TargetHealthUpdate, n)
+		for i, c := range changes[:n] {
+			updates[i] = cloud.TargetHealthUpdate{ID: c.Target, Port: c.Port, Health: c.Health, Reason: c.Reason}
+		}
+		if err := d.cfg.Cloud.SetTargetsHealth(lb, updates); err != nil {
+			// A target or the load balancer went away since the snapshot;
+			// the next round works from a fresh one.
+			d.log.Debug("setting target health", "lb", lb, "targets", n, "err", err)
+		} else {
+			d.log.Debug("target health changed", "lb", lb, "targets", n)
+		}
+		changes = changes[n:]
 	}
 }

@@ -41,7 +41,7 @@ type clusterView interface {
 
 // cloudView is one snapshot of the cloud, indexed for routing.
 type cloudView struct {
-	lbs       []cloud.LoadBalancer
+	lbs       []*cloud.LoadBalancer // shared with the cloud: read-only
 	lbByName  map[string]*cloud.LoadBalancer
 	lbByFront map[string]*cloud.LoadBalancer // DNS name or IP
 	instByID  map[string]*cloud.Instance
@@ -55,17 +55,32 @@ type cloudRoute struct {
 	cloud.Route
 }
 
+// newCloudView indexes a Snapshot (tests build views from one).
 func newCloudView(st cloud.State, vpcCIDR string) *cloudView {
+	lbs := make([]*cloud.LoadBalancer, len(st.LoadBalancers))
+	for i := range st.LoadBalancers {
+		lbs[i] = &st.LoadBalancers[i]
+	}
+	return indexCloud(lbs, st.Instances, st.Routes, vpcCIDR)
+}
+
+// indexCloud builds the routing view from the cloud's cheap accessors: the
+// load balancers are the cloud's shared read-only views, so a view after a
+// change costs a copy of what changed, not of every target.
+func indexCloud(lbs []*cloud.LoadBalancer, insts []cloud.Instance, routes []cloud.Route, vpcCIDR string) *cloudView {
+	st := struct {
+		Instances []cloud.Instance
+		Routes    []cloud.Route
+	}{insts, routes}
 	cv := &cloudView{
-		lbs:       st.LoadBalancers,
-		lbByName:  make(map[string]*cloud.LoadBalancer, len(st.LoadBalancers)),
-		lbByFront: make(map[string]*cloud.LoadBalancer, len(st.LoadBalancers)),
+		lbs:       lbs,
+		lbByName:  make(map[string]*cloud.LoadBalancer, len(lbs)),
+		lbByFront: make(map[string]*cloud.LoadBalancer, len(lbs)),
 		instByID:  make(map[string]*cloud.Instance, len(st.Instances)),
 		instByDNS: make(map[string]*cloud.Instance, len(st.Instances)),
 	}
 	cv.vpc, _ = netip.ParsePrefix(vpcCIDR)
-	for i := range cv.lbs {
-		lb := &cv.lbs[i]
+	for _, lb := range cv.lbs {
 		cv.lbByName[lb.Name] = lb
 		if f := cmp.Or(lb.DNSName, lb.IP); f != "" {
 			cv.lbByFront[f] = lb

@@ -27,13 +27,15 @@ type Config struct {
 	// Profile decides where Pod IPs come from (PodIPsFromVPC).
 	Profile profile.Profile
 
-	// HeartbeatInterval is how often each node renews its Lease. Default 2s,
-	// well inside the lab's 10s node-monitor-grace-period; a real kubelet
-	// renews every 10s against a 40s-50s grace period.
+	// HeartbeatInterval is how often each node renews its Lease. Default
+	// 2.5s: a quarter of the lab's 10s node-monitor-grace-period, the ratio
+	// a real kubelet keeps (it renews every 10s, a quarter of its 40s
+	// lease, against a 40s-50s grace period).
 	HeartbeatInterval time.Duration
 	// NodeStatusInterval is the longest a node goes without writing its
 	// conditions when nothing changed (kubelet's nodeStatusReportFrequency).
-	// Default 1m.
+	// Default 5m, the kubelet's: the Lease is the heartbeat, and a status
+	// write costs far more (every Node watcher gets the whole Node).
 	NodeStatusInterval time.Duration
 	// ResyncInterval is how often the whole instance list is re-read from
 	// the cloud, in case an event was dropped. Default 10s.
@@ -58,8 +60,8 @@ type Config struct {
 }
 
 const (
-	defaultHeartbeatInterval  = 2 * time.Second
-	defaultNodeStatusInterval = time.Minute
+	defaultHeartbeatInterval  = 2500 * time.Millisecond
+	defaultNodeStatusInterval = 5 * time.Minute
 	defaultResyncInterval     = 10 * time.Second
 	defaultPodWorkers         = 4
 )

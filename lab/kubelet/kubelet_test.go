@@ -545,7 +545,7 @@ func TestConfigValidate(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if cfg.HeartbeatInterval != 2*time.Second || cfg.NodeStatusInterval != time.Minute || cfg.Clock == nil || cfg.Logger == nil {
+				if cfg.HeartbeatInterval != 2500*time.Millisecond || cfg.NodeStatusInterval != 5*time.Minute || cfg.Clock == nil || cfg.Logger == nil {
 					t.Errorf("defaults not applied: %+v", cfg)
 				}
 				return

@@ -273,11 +273,12 @@ func (m *Manager) Kubelets() []Status {
 // syncInstances makes the set of running kubelets match the cloud's
 // running instances. Only Run's goroutine calls it.
 func (m *Manager) syncInstances(ctx context.Context) {
-	st := m.cfg.Cloud.Snapshot()
+	// Instances, not Snapshot: the kubelets need no load balancer targets.
+	insts := m.cfg.Cloud.Instances()
 	var start, stop []*kubelet
 	m.mu.Lock()
-	seen := make(map[string]bool, len(st.Instances))
-	for _, inst := range st.Instances {
+	seen := make(map[string]bool, len(insts))
+	for _, inst := range insts {
 		seen[inst.ID] = true
 		k := m.kubelets[inst.ID]
 		if k == nil {

@@ -1,0 +1,234 @@
+package apptest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	cloudproviderapi "k8s.io/cloud-provider/api"
+
+	"github.com/ccmlab/ccmlab/app/sim"
+	"github.com/ccmlab/ccmlab/controllers"
+	"github.com/ccmlab/ccmlab/internal/kube"
+	"github.com/ccmlab/ccmlab/lab/cloud"
+	"github.com/ccmlab/ccmlab/lab/controlplane/cptest"
+	"github.com/ccmlab/ccmlab/lab/profile"
+)
+
+// BenchmarkScale is the whole simulated side (kubelets, the CCM's four
+// controllers, the data plane, the flow observer) on the embedded control
+// plane: n instances launched at once must join as Nodes and be
+// initialized, then n LoadBalancer Services created at once must converge:
+// every Service has its EXTERNAL-IP and every load balancer has all n
+// nodes as healthy targets. Budgets: 1,000 x 1,000 under 120 s, nodes
+// initialized at >= 100/s, cost per node and per Service flat from 100 to
+// 1,000. `make bench-scale` runs 1000x1000 alone:
+//
+//	go test -run '^$' -bench 'Scale/1000x1000' -benchtime 1x ./app/apptest
+func BenchmarkScale(b *testing.B) {
+	for _, n := range []int{100, 1000} {
+		b.Run(fmt.Sprintf("%dx%d", n, n), func(b *testing.B) {
+			for range b.N {
+				scaleRun(b, n)
+			}
+		})
+	}
+}
+
+func scaleRun(b *testing.B, n int) {
+	cptest.Need(b)
+	ctx, cancel := context.WithCancel(env.Ctx)
+	defer cancel()
+	runEnv := *env
+	runEnv.Ctx = ctx
+	prof, _ := profile.Get("aws")
+	// The tuning package app gives a student's lab (app.build).
+	tuning := controllers.Tuning{NodeStatusUpdateFrequency: time.Minute}
+	lab, err := Start(&runEnv, sim.Config{Profile: prof, ClusterCIDR: env.CP.ClusterCIDR(), Controllers: prof.DefaultOn, Tuning: tuning})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rc := rest.CopyConfig(env.Config)
+	rc.QPS = -1
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cleanup(b, client, lab, cancel)
+
+	b.ResetTimer()
+	t0 := time.Now()
+	for i := range n {
+		if _, err := lab.Cloud.RunInstance(cloud.WithCaller(ctx, "bench"), cloud.RunInstanceInput{}); err != nil {
+			b.Fatalf("instance %d: %v", i, err)
+		}
+	}
+	poll(b, 5*time.Minute, "nodes initialized", func() (bool, string) {
+		nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			return false, err.Error()
+		}
+		ok := 0
+		for i := range nodes.Items {
+			nd := &nodes.Items[i]
+			if nd.Spec.ProviderID != "" && kube.NodeReady(nd) && !hasTaint(nd, cloudproviderapi.TaintExternalCloudProvider) {
+				ok++
+			}
+		}
+		return ok >= n, fmt.Sprintf("%d of %d initialized", ok, n)
+	})
+	nodesTook := time.Since(t0)
+	progress("%d nodes initialized in %s", n, nodesTook.Round(time.Millisecond))
+
+	t1 := time.Now()
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range 16 {
+		wg.Go(func() {
+			for i := range next {
+				if _, err := client.CoreV1().Services("default").Create(ctx, lbService(i), metav1.CreateOptions{}); err != nil {
+					b.Error(err)
+				}
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	created := time.Since(t1)
+	progress("%d Services created in %s", n, created.Round(time.Millisecond))
+	poll(b, 10*time.Minute, "services converged", func() (bool, string) { return converged(ctx, client, lab, n) })
+	svcTook := time.Since(t1)
+	total := time.Since(t0)
+	b.StopTimer()
+
+	b.ReportMetric(float64(n)/nodesTook.Seconds(), "nodes/s")
+	b.ReportMetric(nodesTook.Seconds()*1000/float64(n), "ms/node")
+	b.ReportMetric(svcTook.Seconds()*1000/float64(n), "ms/service")
+	b.ReportMetric(created.Seconds(), "create-s")
+	b.ReportMetric(total.Seconds(), "converge-s")
+	b.ReportMetric(0, "ns/op")
+	b.Logf("%d nodes initialized in %s (%.0f/s); %d Services created in %s, converged %s later; whole run %s",
+		n, nodesTook.Round(time.Millisecond), float64(n)/nodesTook.Seconds(), n, created.Round(time.Millisecond),
+		(svcTook - created).Round(time.Millisecond), total.Round(time.Millisecond))
+}
+
+func lbService(i int) *v1.Service {
+	return &v1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("scale-%d", i), Namespace: "default"},
+		Spec: v1.ServiceSpec{
+			Type:     v1.ServiceTypeLoadBalancer,
+			Selector: map[string]string{"app": "scale"},
+			Ports:    []v1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: v1.ProtocolTCP}},
+		},
+	}
+}
+
+// converged: every Service has an ingress and a load balancer whose
+// targets are all n nodes, healthy. It reads the cloud through its shared
+// views, so polling costs no copy of a million targets.
+func converged(ctx context.Context, client kubernetes.Interface, lab *Lab, n int) (bool, string) {
+	svcs, err := client.CoreV1().Services("default").List(ctx, metav1.ListOptions{ResourceVersion: "0", LabelSelector: ""})
+	if err != nil {
+		return false, err.Error()
+	}
+	withIP := 0
+	for _, s := range svcs.Items {
+		if s.Spec.Type == v1.ServiceTypeLoadBalancer && len(s.Status.LoadBalancer.Ingress) > 0 {
+			withIP++
+		}
+	}
+	if withIP < n {
+		return false, fmt.Sprintf("%d of %d Services have an EXTERNAL-IP", withIP, n)
+	}
+	full := 0
+	for _, lb := range lab.Cloud.LoadBalancerViews() {
+		healthy := 0
+		for _, t := range lb.Targets {
+			if t.Health == cloud.TargetHealthy {
+				healthy++
+			}
+		}
+		if healthy >= n {
+			full++
+		}
+	}
+	return full >= n, fmt.Sprintf("%d of %d load balancers have all %d targets healthy", full, n, n)
+}
+
+func hasTaint(n *v1.Node, key string) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// poll checks cond every second (a check of 1,000 objects is itself work
+// on 2 cores) until it holds or timeout passes.
+func poll(b *testing.B, timeout time.Duration, what string, cond func() (bool, string)) {
+	b.Helper()
+	deadline := time.Now().Add(timeout)
+	last := time.Now()
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		if time.Since(last) >= 10*time.Second {
+			progress("%s: %s", what, state)
+			last = time.Now()
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%s: not after %s: %s", what, timeout, state)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// cleanup stops the simulation and removes its Services, Nodes and Leases
+// so that a following run starts from an empty cluster.
+func cleanup(b *testing.B, client kubernetes.Interface, lab *Lab, cancel context.CancelFunc) {
+	cancel()
+	<-lab.done
+	ctx := context.Background()
+	svcs, _ := client.CoreV1().Services("default").List(ctx, metav1.ListOptions{})
+	for _, s := range svcs.Items {
+		if s.Name == "kubernetes" {
+			continue
+		}
+		if len(s.Finalizers) > 0 {
+			_, _ = client.CoreV1().Services("default").Patch(ctx, s.Name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		}
+		_ = client.CoreV1().Services("default").Delete(ctx, s.Name, metav1.DeleteOptions{})
+	}
+	_ = client.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	_ = client.CoordinationV1().Leases(v1.NamespaceNodeLease).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	_ = lab.Close()
+	poll(b, time.Minute, "cleanup", func() (bool, string) {
+		n, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		s, err2 := client.CoreV1().Services("default").List(ctx, metav1.ListOptions{})
+		if err != nil || err2 != nil {
+			return false, fmt.Sprint(err, err2)
+		}
+		return len(n.Items) == 0 && len(s.Items) <= 1, fmt.Sprintf("%d nodes, %d services left", len(n.Items), len(s.Items))
+	})
+}
+
+// progress shows a long run's phases as they happen (b.Log prints only at
+// the end).
+func progress(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "scale %s: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}

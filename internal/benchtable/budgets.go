@@ -1,0 +1,43 @@
+package benchtable
+
+// Budgets are the footprint, latency and scale budgets of issue 15 and the
+// earlier ones, in the order the table prints them. Bench is the benchmark
+// name without the -GOMAXPROCS suffix (sub-benchmarks with their /name);
+// Unit is the metric it reports. Baseline, when set, is another metric of
+// the same benchmark that the figure is compared with in the same run.
+var Budgets = []Budget{
+	{Name: "lab ready / bare etcd+apiserver start", Bench: "BenchmarkColdStart", Unit: "lab/bare", Max: 1.5, Baseline: "bare-apiserver-ms", Figure: "lab-ms"},
+	{Name: "idle RSS, 3 nodes (MB)", Bench: "BenchmarkIdle", Unit: "idle-RSS-MB", Max: 250, Baseline: "bare-RSS-MB"},
+	{Name: "  of which private (RssAnon, MB)", Bench: "BenchmarkIdle", Unit: "idle-anon-MB"},
+	{Name: "  of which file-backed (binary text, shared, MB)", Bench: "BenchmarkIdle", Unit: "idle-file-MB"},
+	{Name: "idle CPU, 3 nodes (% of a core)", Bench: "BenchmarkIdle", Unit: "idle-CPU-%", Max: 1.5, Baseline: "bare-CPU-%"},
+	{Name: "labs per machine (2 cores, 24 GiB)", Bench: "BenchmarkIdle", Unit: "labs/machine", Min: 30},
+	{Name: "apply -> EXTERNAL-IP p50 (ms)", Bench: "BenchmarkServiceExternalIP", Unit: "p50-ms", Max: 300},
+	{Name: "apply -> EXTERNAL-IP p99 (ms)", Bench: "BenchmarkServiceExternalIP", Unit: "p99-ms"},
+	{Name: "node registered -> initialized p50 (ms)", Bench: "BenchmarkNodeInit", Unit: "p50-ms", Max: 300},
+	{Name: "node registered -> initialized p99 (ms)", Bench: "BenchmarkNodeInit", Unit: "p99-ms"},
+	{Name: "CPU per node / KWOK's per node", Bench: "BenchmarkNodeCost", Unit: "lab/kwok", Max: 1.0, Baseline: "kwok-cpu-ms/s/node", Figure: "lab-cpu-ms/s/node"},
+	{Name: "nodes joined+initialized per s, 100", Bench: "BenchmarkScale/100x100", Unit: "nodes/s", Min: 100},
+	{Name: "nodes joined+initialized per s, 1,000", Bench: "BenchmarkScale/1000x1000", Unit: "nodes/s", Min: 100},
+	{Name: "1,000 nodes x 1,000 LB Services converge (s)", Bench: "BenchmarkScale/1000x1000", Unit: "converge-s", Max: 120},
+	{Name: "cost per Service, 1,000 / 100 (flat)", Bench: "BenchmarkScale/1000x1000", Unit: "ms/service", MaxRatio: 1.5, Baseline: "ms/service", BaselineBench: "BenchmarkScale/100x100"},
+	{Name: "cost per node, 1,000 / 100 (flat)", Bench: "BenchmarkScale/1000x1000", Unit: "ms/node", MaxRatio: 1.5, Baseline: "ms/node", BaselineBench: "BenchmarkScale/100x100"},
+	{Name: "event -> 200 websocket clients p99 (ms)", Bench: "BenchmarkFanout200", Unit: "p99-ms", Max: 100},
+}
+
+// Budget is one row of the table.
+type Budget struct {
+	Name  string
+	Bench string
+	Unit  string
+	// Max and Min bound the figure; zero means no bound on that side.
+	Max, Min float64
+	// Baseline names the metric the figure is compared with, measured in
+	// the same run; BaselineBench is its benchmark when not Bench.
+	Baseline, BaselineBench string
+	// MaxRatio bounds figure/baseline instead of the figure itself.
+	MaxRatio float64
+	// Figure, when set, is shown next to a ratio figure (the absolute
+	// value the ratio was taken of).
+	Figure string
+}

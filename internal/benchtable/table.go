@@ -1,0 +1,156 @@
+package benchtable
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// Results maps a benchmark name (without -GOMAXPROCS) to its metrics by
+// unit. A benchmark run more than once keeps its last figures.
+type Results map[string]map[string]float64
+
+var procSuffix = regexp.MustCompile(`-\d+$`)
+
+// Parse reads `go test -bench` output (plain or mixed with other lines)
+// and keeps every benchmark result line's metrics.
+func Parse(r io.Reader) (Results, error) {
+	res := Results{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1024*1024), 1024*1024)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		// Name, iterations, then value-unit pairs.
+		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") || len(f)%2 != 0 {
+			continue
+		}
+		if _, err := strconv.Atoi(f[1]); err != nil {
+			continue
+		}
+		name := procSuffix.ReplaceAllString(f[0], "")
+		m := map[string]float64{}
+		ok := true
+		for i := 2; i+1 < len(f); i += 2 {
+			v, err := strconv.ParseFloat(f[i], 64)
+			if err != nil {
+				ok = false
+				break
+			}
+			m[f[i+1]] = v
+		}
+		if ok {
+			res[name] = m
+		}
+	}
+	return res, sc.Err()
+}
+
+// Row is one budget with its figures; Missing says the run did not
+// report it.
+type Row struct {
+	Budget
+	Value, Base    float64
+	HasBase        bool
+	Missing, Met   bool
+	Ratio, Abs     float64
+	HasRatio, HasA bool
+}
+
+// Rows evaluates every budget against res.
+func Rows(res Results, budgets []Budget) []Row {
+	out := make([]Row, 0, len(budgets))
+	for _, b := range budgets {
+		r := Row{Budget: b}
+		v, ok := res[b.Bench][b.Unit]
+		if !ok {
+			r.Missing = true
+			out = append(out, r)
+			continue
+		}
+		r.Value = v
+		if b.Baseline != "" {
+			bb := b.BaselineBench
+			if bb == "" {
+				bb = b.Bench
+			}
+			r.Base, r.HasBase = res[bb][b.Baseline]
+		}
+		if b.Figure != "" {
+			r.Abs, r.HasA = res[b.Bench][b.Figure]
+		}
+		r.Met = true
+		if b.MaxRatio != 0 {
+			if r.HasBase && r.Base > 0 {
+				r.Ratio, r.HasRatio = v/r.Base, true
+				r.Met = r.Ratio <= b.MaxRatio
+			} else {
+				r.Met = false
+			}
+		}
+		if b.Max != 0 && v > b.Max {
+			r.Met = false
+		}
+		if b.Min != 0 && v < b.Min {
+			r.Met = false
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func num(v float64) string {
+	switch {
+	case v >= 100:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case v >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	default:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+}
+
+// Write prints the table: budget, limit, figure, baseline, verdict.
+func Write(w io.Writer, rows []Row) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "budget\tlimit\tfigure\tbaseline (same run)\t")
+	for _, r := range rows {
+		limit := "-"
+		switch {
+		case r.MaxRatio != 0:
+			limit = "<= " + num(r.MaxRatio) + "x"
+		case r.Max != 0:
+			limit = "<= " + num(r.Max)
+		case r.Min != 0:
+			limit = ">= " + num(r.Min)
+		}
+		figure, base, verdict := "not measured", "", "MISSING"
+		if !r.Missing {
+			figure = num(r.Value)
+			if r.HasRatio {
+				figure = num(r.Ratio) + "x (" + num(r.Value) + " vs " + num(r.Base) + ")"
+			}
+			if r.HasA {
+				figure += " (" + num(r.Abs) + ")"
+			}
+			if r.HasBase && !r.HasRatio {
+				base = num(r.Base) + " " + r.Baseline
+			}
+			if r.HasRatio {
+				base = r.BaselineBench + " " + r.Baseline
+			}
+			verdict = "ok"
+			if !r.Met {
+				verdict = "OVER"
+			}
+			if r.Max == 0 && r.Min == 0 && r.MaxRatio == 0 {
+				verdict = ""
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Name, limit, figure, base, verdict)
+	}
+	return tw.Flush()
+}

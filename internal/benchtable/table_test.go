@@ -1,0 +1,55 @@
+package benchtable
+
+import (
+	"strings"
+	"testing"
+)
+
+const sample = `goos: linux
+BenchmarkColdStart-2   	       1	         0 ns/op	      3020 bare-apiserver-ms	      3250 lab-ms	         1.08 lab/bare
+BenchmarkScale/100x100-2 	1	0 ns/op	10.0 ms/service	5.0 ms/node	150 nodes/s
+BenchmarkScale/1000x1000-2 	1	0 ns/op	12.0 ms/service	9.0 ms/node	110 nodes/s	95.5 converge-s
+BenchmarkIdle-2 1 0 ns/op 260 idle-RSS-MB 200 bare-RSS-MB
+PASS
+`
+
+func TestRows(t *testing.T) {
+	res, err := Parse(strings.NewReader(sample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := Rows(res, Budgets)
+	byName := map[string]Row{}
+	for _, r := range rows {
+		byName[r.Bench+" "+r.Unit+" "+r.Name] = r
+	}
+	for _, tc := range []struct {
+		key          string
+		missing, met bool
+		value        float64
+	}{
+		{"BenchmarkColdStart lab/bare lab ready / bare etcd+apiserver start", false, true, 1.08},
+		{"BenchmarkIdle idle-RSS-MB idle RSS, 3 nodes (MB)", false, false, 260},
+		{"BenchmarkScale/1000x1000 converge-s 1,000 nodes x 1,000 LB Services converge (s)", false, true, 95.5},
+		{"BenchmarkScale/1000x1000 ms/node cost per node, 1,000 / 100 (flat)", false, false, 9},
+		{"BenchmarkScale/1000x1000 ms/service cost per Service, 1,000 / 100 (flat)", false, true, 12},
+		{"BenchmarkFanout200 p99-ms event -> 200 websocket clients p99 (ms)", true, false, 0},
+	} {
+		t.Run(tc.key, func(t *testing.T) {
+			r, ok := byName[tc.key]
+			if !ok {
+				t.Fatalf("no row %q", tc.key)
+			}
+			if r.Missing != tc.missing || (!r.Missing && (r.Met != tc.met || r.Value != tc.value)) {
+				t.Errorf("got missing=%v met=%v value=%v", r.Missing, r.Met, r.Value)
+			}
+		})
+	}
+	var out strings.Builder
+	if err := Write(&out, rows); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "OVER") || !strings.Contains(out.String(), "not measured") {
+		t.Errorf("table lacks verdicts:\n%s", out.String())
+	}
+}
