@@ -1,5 +1,7 @@
 # ccmlab: run `make help` for the targets.
 SHELL := /bin/bash
+# pipefail: `make bench` tees each benchmark run; a failing run must still fail the target.
+.SHELLFLAGS := -o pipefail -c
 GO ?= go
 BIN := bin/ccmlab
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
