@@ -430,9 +430,26 @@ func eval[T any](t testing.TB, b *browser, expr string) T {
 	return v
 }
 
+// click clicks the element with the testid. The page redraws regions
+// from the live stream (an automatic exercise check can replace a button
+// between chromedp's query and its click); the protocol then answers
+// "Could not find node with given id" before any input reached the page,
+// so the click is tried again on the fresh node, a few times at most.
 func (b *browser) click(t testing.TB, testid string) {
 	t.Helper()
-	b.do(t, "clicking "+testid, chromedp.Click(chromedp.CSS(sel(testid)), chromedp.NodeVisible))
+	for attempt := 1; ; attempt++ {
+		ctx, cancel := context.WithTimeout(b.ctx, 60*time.Second)
+		err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel(testid)), chromedp.NodeVisible))
+		cancel()
+		if err == nil {
+			return
+		}
+		if attempt < 5 && strings.Contains(err.Error(), "Could not find node with given id") {
+			continue
+		}
+		b.dump(t)
+		t.Fatalf("clicking %s: %v", testid, err)
+	}
 }
 
 // dump logs what the page shows, to tell why a wait timed out.
