@@ -199,7 +199,6 @@ func TestToggleChurn(t *testing.T) {
 	}
 	t.Logf("after churn: %d services, %d nodes, %d cloud load balancers", len(svcs.Items), len(final), len(l.cloud.Snapshot().LoadBalancers))
 	convergeStart := time.Now()
-	eventually(t, 120*time.Second, "converged after churn", func() (bool, string) { return l.converged() })
 	eventually(t, 30*time.Second, "nodes initialized", func() (bool, string) {
 		for _, inst := range final {
 			if ok, why := nodeInitialized(l, inst); !ok {
@@ -208,6 +207,24 @@ func TestToggleChurn(t *testing.T) {
 		}
 		return true, ""
 	})
+	// Upstream's Service controller (k8s.io/cloud-provider v0.37.2,
+	// controllers/service/controller.go) has a window this churn hits now
+	// and then: a service worker reads the node list (a node still without
+	// providerID, so the provider leaves it out), the node's providerID
+	// arrives, the node worker's UpdateLoadBalancer registers it, and then
+	// the service worker's EnsureLoadBalancer registers the older list over
+	// it. Nothing syncs that Service again until a node or the Service
+	// changes. A real CCM has the same window; what this test asks is that
+	// the switches leave the lab able to converge, so it restarts the
+	// Service controller once the nodes are initialized: a fresh instance
+	// ensures every Service with the node list as it is.
+	if err := l.mgr.Disable(profile.Service); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.mgr.Enable(profile.Service); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 120*time.Second, "converged after churn", func() (bool, string) { return l.converged() })
 	t.Logf("converged %s after the last switch", time.Since(convergeStart).Round(time.Millisecond))
 
 	// Off means off: with every controller switched off, new Services and
@@ -226,15 +243,21 @@ func TestToggleChurn(t *testing.T) {
 			t.Errorf("cloud call %s by %s with every controller off", c.Action, c.Caller)
 		}
 	}
-	if raceEnabled {
-		// The node joined while everything was off; initializing it changes
-		// its providerID, which sends the Service controller's node worker
-		// into the upstream race described above. Let it finish first.
-		if err := l.mgr.Enable(profile.Node); err != nil {
-			t.Fatal(err)
-		}
-		eventually(t, 30*time.Second, "new node initialized", func() (bool, string) { return nodeInitialized(l, final[len(final)-1]) })
+	// The node joined while everything was off. Initialize it before the
+	// Service controller comes back, for two upstream reasons
+	// (k8s.io/cloud-provider v0.37.2 controllers/service/controller.go):
+	// under -race, the providerID change sends the node worker into the
+	// data race described above; and without -race, a node sync
+	// (UpdateLoadBalancer with the new providerID) can land between the
+	// service worker's EnsureLoadBalancer creating the load balancer and
+	// registering the node list it read before the change, which then
+	// overwrites the newer targets; nothing triggers another sync, so the
+	// node stays out until the next node change. Real clouds share that
+	// window; this test is about switches, not about it.
+	if err := l.mgr.Enable(profile.Node); err != nil {
+		t.Fatal(err)
 	}
+	eventually(t, 30*time.Second, "new node initialized", func() (bool, string) { return nodeInitialized(l, final[len(final)-1]) })
 	for _, name := range l.mgr.Controllers() {
 		if err := l.mgr.Enable(name); err != nil {
 			t.Fatal(err)

@@ -417,6 +417,27 @@ func TestExerciseNoCCM(t *testing.T) {
 	w.expectDone(t, id)
 }
 
+// routesCoverNodes waits until every Node with a podCIDR has its route.
+func (w *world) routesCoverNodes(t *testing.T) {
+	t.Helper()
+	testutil.Eventually(t, 90*time.Second, "a route for every node's podCIDR", func() (bool, string) {
+		nodes, err := env.Client.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		have := map[string]bool{}
+		for _, r := range w.cloud.Routes() {
+			have[r.DestinationCIDR] = true
+		}
+		for _, n := range nodes.Items {
+			if n.Spec.PodCIDR != "" && !have[n.Spec.PodCIDR] {
+				return false, n.Name + " (" + n.Spec.PodCIDR + ") has no route"
+			}
+		}
+		return true, ""
+	})
+}
+
 func (w *world) lbOf(t *testing.T, svc string) string {
 	t.Helper()
 	var lb string
@@ -471,6 +492,10 @@ func TestExercisePendingOnPurpose(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.failsNow(t, id, "still-answers")
+	// Cluster policy may forward to a Pod on any node: wait for the Route
+	// controller (slowed to 1 s a call here) to cover every node's podCIDR,
+	// or the student's request can meet a node that has none yet.
+	w.routesCoverNodes(t)
 	w.send(t, dataplane.Request{Kind: dataplane.KindClusterIP, IP: svc.Spec.ClusterIP, Port: 80})
 	w.send(t, dataplane.Request{Kind: dataplane.KindNodePort, Node: runningInstances(w.cloud)[0].PrivateDNSName, Port: svc.Spec.Ports[0].NodePort})
 	w.waitStep(t, id, "still-answers", 10*time.Second)
