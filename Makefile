@@ -76,7 +76,9 @@ browser: ## Install Debian's chromium for the browser tests if it is missing
 test-unit: ## Run the tests that need no control plane, binary or browser (-short)
 	@# cmd/ccmlab and web/e2e hold only binary and browser tests, which all
 	@# skip under -short: leaving them out saves linking two large binaries.
-	$(GO) test -short -count=1 $$($(GO) list ./... | grep -v -e '/cmd/ccmlab$$' -e '/web/e2e$$')
+	@# -ldflags=-w: no DWARF in those test binaries, which cuts linking
+	@# (measured 63 s -> 54 s for the whole tier on 2 cores, warm cache).
+	$(GO) test -short -count=1 -ldflags=-w $$($(GO) list ./... | grep -v -e '/cmd/ccmlab$$' -e '/web/e2e$$')
 
 .PHONY: test
 test: verify browser ## Run every test (integration and browser tests included)
