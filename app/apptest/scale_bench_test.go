@@ -72,19 +72,26 @@ func scaleRun(b *testing.B, n int) {
 			b.Fatalf("instance %d: %v", i, err)
 		}
 	}
+	progress("%d instances launched in %s", n, time.Since(t0).Round(time.Millisecond))
 	poll(b, 5*time.Minute, "nodes initialized", func() (bool, string) {
 		nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
 		if err != nil {
 			return false, err.Error()
 		}
-		ok := 0
+		ok, withID, ready := 0, 0, 0
 		for i := range nodes.Items {
 			nd := &nodes.Items[i]
+			if nd.Spec.ProviderID != "" {
+				withID++
+			}
+			if kube.NodeReady(nd) {
+				ready++
+			}
 			if nd.Spec.ProviderID != "" && kube.NodeReady(nd) && !hasTaint(nd, cloudproviderapi.TaintExternalCloudProvider) {
 				ok++
 			}
 		}
-		return ok >= n, fmt.Sprintf("%d of %d initialized", ok, n)
+		return ok >= n, fmt.Sprintf("%d of %d initialized (%d registered, %d Ready, %d with providerID)", ok, n, len(nodes.Items), ready, withID)
 	})
 	nodesTook := time.Since(t0)
 	progress("%d nodes initialized in %s", n, nodesTook.Round(time.Millisecond))
@@ -187,7 +194,7 @@ func poll(b *testing.B, timeout time.Duration, what string, cond func() (bool, s
 		if ok {
 			return
 		}
-		if time.Since(last) >= 10*time.Second {
+		if time.Since(last) >= 3*time.Second {
 			progress("%s: %s", what, state)
 			last = time.Now()
 		}

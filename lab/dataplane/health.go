@@ -6,7 +6,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/ccmlab/ccmlab/internal/kube"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/dataplane/tracetext"
 )
@@ -98,7 +97,7 @@ func (e *env) targetHealth(lb *cloud.LoadBalancer, svc *v1.Service, t cloud.Targ
 	}
 	// kube-proxy answers on a NodePort on every node, so a TCP check only
 	// fails when the node itself is down.
-	if !kube.NodeReady(node) {
+	if !e.nodeReady(node) {
 		return cloud.TargetUnhealthy, fmt.Sprintf("node %s is not Ready", node.Name), true
 	}
 	return cloud.TargetHealthy, "", true
@@ -160,7 +159,7 @@ type healthChange struct {
 // healthChanges lists the targets whose computed health differs from what
 // the cloud records, so the cloud is only told about changes.
 func (e *env) healthChanges() []healthChange {
-	e.memo = &roundMemo{local: map[string]map[string]int{}, ready: map[string]map[string]bool{}}
+	e.memo = newRoundMemo()
 	defer func() { e.memo = nil }()
 	var out []healthChange
 	for _, lb := range e.cloud.lbs {

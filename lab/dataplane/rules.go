@@ -13,6 +13,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 
 	"github.com/ccmlab/ccmlab/internal/i18n"
+	"github.com/ccmlab/ccmlab/internal/kube"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/dataplane/tracetext"
 )
@@ -141,6 +142,19 @@ type env struct {
 type roundMemo struct {
 	local map[string]map[string]int  // Service -> node -> ready endpoints
 	ready map[string]map[string]bool // Service -> ready endpoint IPs
+	// nodes and nodeReady answer per instance and per node once a round:
+	// at 1,000 load balancers x 1,000 nodes a round asks a million times.
+	nodes     map[string]*v1.Node // instance ID -> its Node (nil: none)
+	nodeReady map[string]bool     // node name -> Ready
+}
+
+func newRoundMemo() *roundMemo {
+	return &roundMemo{
+		local:     map[string]map[string]int{},
+		ready:     map[string]map[string]bool{},
+		nodes:     map[string]*v1.Node{},
+		nodeReady: map[string]bool{},
+	}
 }
 
 // instanceForNode is the cloud instance behind a Node: by the instance ID
@@ -163,10 +177,32 @@ func (e *env) nodeForInstance(inst *cloud.Instance) *v1.Node {
 	if inst == nil {
 		return nil
 	}
-	if n := e.cluster.nodeByInstanceID(inst.ID); n != nil {
-		return n
+	if e.memo != nil {
+		if n, ok := e.memo.nodes[inst.ID]; ok {
+			return n
+		}
 	}
-	return e.cluster.node(inst.PrivateDNSName)
+	n := e.cluster.nodeByInstanceID(inst.ID)
+	if n == nil {
+		n = e.cluster.node(inst.PrivateDNSName)
+	}
+	if e.memo != nil {
+		e.memo.nodes[inst.ID] = n
+	}
+	return n
+}
+
+// nodeReady is kube.NodeReady, once per node and health round.
+func (e *env) nodeReady(n *v1.Node) bool {
+	if e.memo == nil {
+		return kube.NodeReady(n)
+	}
+	r, ok := e.memo.nodeReady[n.Name]
+	if !ok {
+		r = kube.NodeReady(n)
+		e.memo.nodeReady[n.Name] = r
+	}
+	return r
 }
 
 // nodeIP is the node's InternalIP, or its instance's private IP while the

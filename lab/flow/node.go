@@ -24,6 +24,10 @@ type NodeFlow struct {
 	Stuck      *Stuck `json:"stuck,omitempty"`
 }
 
+// nodeControllerCaller is how the cloud's call log names the CCM's Node
+// controller.
+const nodeControllerCaller = "node-controller"
+
 type nodeInput struct {
 	node        *NodeView // nil before the kubelet registered it
 	name        string
@@ -47,7 +51,7 @@ func deriveNode(in nodeInput, firstSeen map[int]time.Time) NodeFlow {
 			// Only the Node controller's question counts: the Route
 			// controller also looks instances up, but it initializes
 			// nothing.
-			if c.State == cloud.CallDone && c.Error == "" && c.Caller == "node-controller" && !c.Time.Before(n.Created.Truncate(time.Second)) {
+			if c.State == cloud.CallDone && c.Error == "" && c.Caller == nodeControllerCaller && !c.Time.Before(n.Created.Truncate(time.Second)) {
 				ev[2] = proof(c.Time, flowtext.Call, "action", c.Action, "caller", c.Caller)
 				break
 			}

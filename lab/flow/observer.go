@@ -551,6 +551,13 @@ func (o *Observer) recordCallLocked(c cloud.Call) []recomputeKey {
 			}
 		}
 	case cloud.ActionDescribeInstances:
+		// Only the Node controller's questions are steps of a node's flow
+		// (deriveNode). The Service controller asks about every node on
+		// every load balancer sync: filing those would redo every node's
+		// flow once per Service, a million times at 1,000 x 1,000.
+		if c.Caller != nodeControllerCaller {
+			break
+		}
 		for _, r := range c.Resources {
 			put(o.nodeCalls, r)
 			if inst, ok := o.cfg.Cloud.LookupInstance(r); ok {
