@@ -1,9 +1,13 @@
 package apptest
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -65,6 +69,7 @@ func scaleRun(b *testing.B, n int) {
 	}
 	defer cleanup(b, client, lab, cancel)
 
+	before := apiserverRequests(ctx, client)
 	b.ResetTimer()
 	t0 := time.Now()
 	for i := range n {
@@ -94,6 +99,8 @@ func scaleRun(b *testing.B, n int) {
 		return ok >= n, fmt.Sprintf("%d of %d initialized (%d registered, %d Ready, %d with providerID)", ok, n, len(nodes.Items), ready, withID)
 	})
 	nodesTook := time.Since(t0)
+	progress("apiserver writes per node while nodes joined: %s", perUnit(apiserverRequests(ctx, client), before, n))
+	before = apiserverRequests(ctx, client)
 	progress("%d nodes initialized in %s", n, nodesTook.Round(time.Millisecond))
 
 	t1 := time.Now()
@@ -117,6 +124,7 @@ func scaleRun(b *testing.B, n int) {
 	progress("%d Services created in %s", n, created.Round(time.Millisecond))
 	poll(b, 10*time.Minute, "services converged", func() (bool, string) { return converged(ctx, client, lab, n) })
 	svcTook := time.Since(t1)
+	progress("apiserver writes per Service while Services converged: %s", perUnit(apiserverRequests(ctx, client), before, n))
 	total := time.Since(t0)
 	b.StopTimer()
 
@@ -236,6 +244,68 @@ func cleanup(b *testing.B, client kubernetes.Interface, lab *Lab, cancel context
 
 // progress shows a long run's phases as they happen (b.Log prints only at
 // the end).
+// apiserverRequests reads the apiserver's apiserver_request_total and sums
+// its write requests by verb and resource (subresource included), to show
+// what a node or a Service costs the apiserver.
+func apiserverRequests(ctx context.Context, client kubernetes.Interface) map[string]float64 {
+	raw, err := client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil
+	}
+	out := map[string]float64{}
+	for line := range strings.SplitSeq(string(raw), "\n") {
+		if !strings.HasPrefix(line, "apiserver_request_total{") {
+			continue
+		}
+		labels, value, ok := strings.Cut(strings.TrimPrefix(line, "apiserver_request_total{"), "} ")
+		if !ok {
+			continue
+		}
+		l := map[string]string{}
+		for kv := range strings.SplitSeq(labels, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			l[k] = strings.Trim(v, `"`)
+		}
+		switch l["verb"] {
+		case "POST", "PUT", "PATCH", "DELETE", "APPLY":
+		default:
+			continue
+		}
+		f, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			continue
+		}
+		key := l["verb"] + " " + l["resource"]
+		if l["subresource"] != "" {
+			key += "/" + l["subresource"]
+		}
+		out[key] += f
+	}
+	return out
+}
+
+// perUnit renders (after-before)/n per key, largest first.
+func perUnit(after, before map[string]float64, n int) string {
+	type kv struct {
+		k string
+		v float64
+	}
+	var list []kv
+	total := 0.0
+	for k, v := range after {
+		if d := (v - before[k]) / float64(n); d >= 0.05 {
+			list = append(list, kv{k, d})
+			total += d
+		}
+	}
+	slices.SortFunc(list, func(a, b kv) int { return cmp.Compare(b.v, a.v) })
+	parts := []string{fmt.Sprintf("%.1f in all", total)}
+	for _, e := range list {
+		parts = append(parts, fmt.Sprintf("%s %.1f", e.k, e.v))
+	}
+	return strings.Join(parts, ", ")
+}
+
 func progress(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "scale %s: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
 }
