@@ -72,6 +72,10 @@ func TestLiveMap(t *testing.T) {
 	if len(labels) != len(zones) {
 		t.Errorf("zone labels %v, want one per zone of %v", labels, zones)
 	}
+	// The control-plane node, which holds the mirror Pods, says what it is.
+	if n := eval[int](t, b, `[...document.querySelectorAll('[data-testid="cloud-map"] [data-testid="map-inst-taint"]')].filter((e) => e.textContent.startsWith("⚙ control plane")).length`); n != 1 {
+		t.Errorf("%d instance boxes say control plane, want 1", n)
+	}
 
 	createWeb(t, kubeClient(t, l))
 	b.waitFor(t, "step 5", `Number(`+q("svc-step-count")+`.dataset.step) >= 5`, 60*time.Second)

@@ -15,6 +15,7 @@ import { selectedService } from "./flow.js";
 
 const UNINIT = "node.cloudprovider.kubernetes.io/uninitialized";
 const SHUTDOWN = "node.cloudprovider.kubernetes.io/shutdown";
+const CONTROL_PLANE = "node-role.kubernetes.io/control-plane";
 
 // A node's state on the map: a glyph and a word, never colour alone.
 const STATE = {
@@ -117,6 +118,13 @@ export function nodeState(inst, node) {
   return st === "pending" ? "launching" : "booting";
 }
 
+// isControlPlane: the node kubeadm would taint as control plane. It holds
+// the mirror Pods of the control plane and the CCM; the map says so, or its
+// "5 Pods" would puzzle a student.
+function isControlPlane(node) {
+  return !!node && (node.taints || []).some((k) => k.startsWith(CONTROL_PLANE));
+}
+
 // model turns the store into what the map draws: zones with their
 // instances (and each instance's Node and Pods), load balancers with their
 // targets resolved to instances, and routes.
@@ -142,6 +150,7 @@ export function model(st) {
     if (node) claimed.add(node.name);
     const x = { id: inst.id, inst, node, nodeName, zone: inst.zone || (node && node.zone) || "?", pods: podsOn.get(nodeName) || [] };
     x.state = nodeState(inst, node);
+    x.controlPlane = isControlPlane(node);
     insts.push(x);
     instByID.set(inst.id, x);
   }
@@ -363,7 +372,8 @@ function drawInstance(x, ix, iy, box, seen) {
   // their lines go to the zone, not to every box.
   const marks = (x.marks || []).map((k) => HEALTH_GLYPH[k.health] || "?").join("");
   setAttr(taint, "data-marks", compact ? marks : null);
-  setText(taint, compact ? (marks ? "⇄ " + marks : "") : tainted ? "⚑ " + t("map.taint") : x.node ? shortName(x.node.name) : "");
+  const line4 = tainted ? "⚑ " + t("map.taint") : x.controlPlane ? "⚙ " + t("map.controlPlane") : x.node ? shortName(x.node.name) : "";
+  setText(taint, compact ? (marks ? "⇄ " + marks : "") : line4);
   if (compact) setAttr(pods, "y", 46);
   else setAttr(pods, "y", 50);
   setText(
@@ -586,7 +596,7 @@ function renderText(st, md) {
     lines.push(t("map.zone", { zone: z.name }) + ":");
     for (const x of z.insts) {
       const S = STATE[x.state];
-      lines.push(`  ${x.id}${x.node ? " (" + x.node.name + ")" : ""}: ${t(S.key)}; ${x.pods.length ? t("map.pods", { n: x.pods.length }) : t("map.pods.none")}`);
+      lines.push(`  ${x.id}${x.node ? " (" + x.node.name + ")" : ""}${x.controlPlane ? ", " + t("map.controlPlane") : ""}: ${t(S.key)}; ${x.pods.length ? t("map.pods", { n: x.pods.length }) : t("map.pods.none")}`);
     }
   }
   for (const { lb, targets } of md.lbs) {
