@@ -103,6 +103,9 @@ func scaleRun(b *testing.B, n int) {
 	})
 	// The poll above only reports progress (a second apart, which would
 	// round a 2 s phase up by as much as half); the watch saw the moment.
+	// The poll reads the watch cache too and may see the last Node a moment
+	// before this watch does.
+	poll(b, 30*time.Second, "the watch to see every Node initialized", func() (bool, string) { return !initializedAt().IsZero(), "" })
 	nodesTook := initializedAt().Sub(t0)
 	progress("all %d Nodes registered %s after the launch, all initialized %s after it", n, registeredAt().Sub(t0).Round(time.Millisecond), nodesTook.Round(time.Millisecond))
 	progress("apiserver writes per node while nodes joined: %s", perUnit(apiserverRequests(ctx, client), before, n))
@@ -234,9 +237,9 @@ func pollEvery(b *testing.B, timeout, every time.Duration, what string, cond fun
 
 // watchNodes follows Nodes through a watch and returns when the n-th was
 // registered and when the n-th became initialized (providerID set, Ready,
-// uninitialized taint gone); the zero time until then. Listing 1,000 Nodes often enough to time a phase of
-// seconds would load the apiserver it measures; a watch costs one event
-// per change.
+// uninitialized taint gone); the zero time until then. Listing 1,000
+// Nodes often enough to time a phase of seconds would load the apiserver
+// it measures; a watch costs one event per change.
 func watchNodes(ctx context.Context, b *testing.B, client kubernetes.Interface, n int) (registered, initialized func() time.Time) {
 	b.Helper()
 	var mu sync.Mutex
@@ -316,8 +319,6 @@ func cleanup(b *testing.B, client kubernetes.Interface, lab *Lab, cancel context
 	})
 }
 
-// progress shows a long run's phases as they happen (b.Log prints only at
-// the end).
 // apiserverRequests reads the apiserver's apiserver_request_total and sums
 // its write requests by verb and resource (subresource included), to show
 // what a node or a Service costs the apiserver.
@@ -380,6 +381,8 @@ func perUnit(after, before map[string]float64, n int) string {
 	return strings.Join(parts, ", ")
 }
 
+// progress shows a long run's phases as they happen (b.Log prints only at
+// the end).
 func progress(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "scale %s: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
 }
