@@ -95,16 +95,15 @@ func scaleRun(b *testing.B, n int) {
 			if kube.NodeReady(nd) {
 				ready++
 			}
-			if nd.Spec.ProviderID != "" && kube.NodeReady(nd) && !hasTaint(nd, cloudproviderapi.TaintExternalCloudProvider) {
+			if nodeInitialized(nd) {
 				ok++
 			}
 		}
 		return ok >= n, fmt.Sprintf("%d of %d initialized (%d registered, %d Ready, %d with providerID)", ok, n, len(nodes.Items), ready, withID)
 	})
-	// The poll above only reports progress (a second apart, which would
-	// round a 2 s phase up by as much as half); the watch saw the moment.
-	// The poll reads the watch cache too and may see the last Node a moment
-	// before this watch does.
+	// The poll above only reports progress (a second apart, it would round
+	// a 2 s phase up by as much as half); the watch saw the moment. The
+	// poll may see the last Node a moment before the watch does.
 	poll(b, 30*time.Second, "the watch to see every Node initialized", func() (bool, string) { return !initializedAt().IsZero(), "" })
 	nodesTook := initializedAt().Sub(t0)
 	progress("all %d Nodes registered %s after the launch, all initialized %s after it", n, registeredAt().Sub(t0).Round(time.Millisecond), nodesTook.Round(time.Millisecond))
@@ -196,6 +195,11 @@ func converged(ctx context.Context, client kubernetes.Interface, lab *Lab, n int
 	return full >= n, fmt.Sprintf("%d of %d load balancers have all %d targets healthy", full, n, n)
 }
 
+// nodeInitialized: the Node controller has done its work on a Ready Node.
+func nodeInitialized(nd *v1.Node) bool {
+	return nd.Spec.ProviderID != "" && kube.NodeReady(nd) && !hasTaint(nd, cloudproviderapi.TaintExternalCloudProvider)
+}
+
 func hasTaint(n *v1.Node, key string) bool {
 	for _, t := range n.Spec.Taints {
 		if t.Key == key {
@@ -260,7 +264,7 @@ func watchNodes(ctx context.Context, b *testing.B, client kubernetes.Interface, 
 				regAt = time.Now()
 			}
 		}
-		if done[nd.Name] || nd.Spec.ProviderID == "" || !kube.NodeReady(nd) || hasTaint(nd, cloudproviderapi.TaintExternalCloudProvider) {
+		if done[nd.Name] || !nodeInitialized(nd) {
 			return
 		}
 		done[nd.Name] = true

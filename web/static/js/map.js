@@ -110,19 +110,16 @@ export function nodeState(inst, node) {
   if (st === "terminated" || st === "shutting-down") return "gone";
   if (st === "stopped" || st === "stopping") return "shutdown";
   if (node) {
-    const taints = node.taints || [];
-    if (taints.some((x) => x.startsWith(SHUTDOWN))) return "shutdown";
-    if (taints.some((x) => x.startsWith(UNINIT))) return "uninitialized";
+    if (hasTaint(node, SHUTDOWN)) return "shutdown";
+    if (hasTaint(node, UNINIT)) return "uninitialized";
     return node.ready === "True" ? "ready" : "notready";
   }
   return st === "pending" ? "launching" : "booting";
 }
 
-// isControlPlane: the node kubeadm would taint as control plane. It holds
-// the mirror Pods of the control plane and the CCM; the map says so, or its
-// "5 Pods" would puzzle a student.
-function isControlPlane(node) {
-  return !!node && (node.taints || []).some((k) => k.startsWith(CONTROL_PLANE));
+// hasTaint: the store keeps a Node's taints as "key[=value]:Effect".
+function hasTaint(node, key) {
+  return !!node && (node.taints || []).some((x) => x.startsWith(key));
 }
 
 // model turns the store into what the map draws: zones with their
@@ -150,7 +147,10 @@ export function model(st) {
     if (node) claimed.add(node.name);
     const x = { id: inst.id, inst, node, nodeName, zone: inst.zone || (node && node.zone) || "?", pods: podsOn.get(nodeName) || [] };
     x.state = nodeState(inst, node);
-    x.controlPlane = isControlPlane(node);
+    // kubeadm's control-plane taint: that node holds the mirror Pods of the
+    // control plane and the CCM, and the map says so, or its "5 Pods" would
+    // puzzle a student.
+    x.controlPlane = hasTaint(node, CONTROL_PLANE);
     insts.push(x);
     instByID.set(inst.id, x);
   }
