@@ -41,6 +41,7 @@ func (cp *ControlPlane) apiserverArgs(etcdURL string) []string {
 		"--endpoint-reconciler-type=none",
 		"--service-cluster-ip-range=" + cp.cfg.ServiceCIDR,
 		"--client-ca-file=" + cp.pki.CACert(),
+		"--token-auth-file=" + cp.pki.ComponentTokens(),
 		"--tls-cert-file=" + cp.pki.ServingCert(),
 		"--tls-private-key-file=" + cp.pki.ServingKey(),
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",

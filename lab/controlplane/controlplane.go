@@ -60,10 +60,14 @@ func (c *component) wait(timeout time.Duration) error {
 // KubeconfigPath is the admin kubeconfig written on every start.
 func (cp *ControlPlane) KubeconfigPath() string { return filepath.Join(cp.cfg.DataDir, "kubeconfig") }
 
-// componentKubeconfig is what the controller-manager and scheduler use. It is
-// the admin identity: in a single-user lab the RBAC split between system
-// components would teach nothing and cost start-up time.
-func (cp *ControlPlane) componentKubeconfig() string { return cp.KubeconfigPath() }
+// componentKubeconfig is what the lab's own components use (the
+// controller-manager, the scheduler and, through RestConfig, everything
+// else). It is an admin identity (system:masters): in a single-user lab the
+// RBAC split between system components would teach nothing and cost
+// start-up time.
+func (cp *ControlPlane) componentKubeconfig() string {
+	return filepath.Join(cp.pki.dir, "components.kubeconfig")
+}
 
 // ClusterCIDR is the Pod network the controller-manager cuts podCIDRs from;
 // the Route controller must be told the same.

@@ -3,15 +3,18 @@ package controlplane_test
 import (
 	"context"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
@@ -85,6 +88,47 @@ func TestKubeconfigListsSystemNamespaces(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatalf("system namespaces %v not all present: %v", want, err)
+	}
+}
+
+// The student's kubeconfig is kubeadm's kind of admin (a client
+// certificate); the lab's own clients present a bearer token, which spares
+// the apiserver a signature check per request. Both are system:masters.
+func TestWhoIsWho(t *testing.T) {
+	cptest.Need(t)
+	student, err := clientcmd.BuildConfigFromFlags("", env.CP.KubeconfigPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		cfg    *rest.Config
+		user   string
+		byCert bool
+	}{
+		{"student kubeconfig", student, "kubernetes-admin", true},
+		{"lab components", env.CP.RestConfig(), "ccmlab-components", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := len(tc.cfg.CertData) > 0; got != tc.byCert {
+				t.Errorf("client certificate present = %v, want %v", got, tc.byCert)
+			}
+			if got := tc.cfg.BearerToken != ""; got == tc.byCert {
+				t.Errorf("bearer token present = %v, want %v", got, !tc.byCert)
+			}
+			client, err := kubernetes.NewForConfig(tc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			review, err := client.AuthenticationV1().SelfSubjectReviews().Create(context.Background(), &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			u := review.Status.UserInfo
+			if u.Username != tc.user || !slices.Contains(u.Groups, "system:masters") {
+				t.Errorf("authenticated as %q in %v, want %q in system:masters", u.Username, u.Groups, tc.user)
+			}
+		})
 	}
 }
 

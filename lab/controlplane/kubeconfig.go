@@ -9,15 +9,16 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
-// writeKubeconfig writes a self-contained admin kubeconfig (certificates
-// embedded) so that it can be copied anywhere and used with a stock kubectl.
-// The apiserver port changes on each start, so the file is rewritten each
-// time.
+// writeKubeconfig writes the two kubeconfigs of a start (the apiserver port
+// changes on each start, so both are rewritten each time):
+//
+//   - the student's admin kubeconfig, self-contained (certificates
+//     embedded) so that it can be copied anywhere and used with a stock
+//     kubectl; it authenticates with the admin client certificate, as
+//     kubeadm's admin.conf does;
+//   - the lab's own components' kubeconfig, the same cluster with a bearer
+//     token made for this start (pki.newComponentToken says why).
 func (cp *ControlPlane) writeKubeconfig() error {
-	ca, err := os.ReadFile(cp.pki.CACert())
-	if err != nil {
-		return err
-	}
 	cert, err := os.ReadFile(cp.pki.AdminCert())
 	if err != nil {
 		return err
@@ -26,19 +27,35 @@ func (cp *ControlPlane) writeKubeconfig() error {
 	if err != nil {
 		return err
 	}
+	if err := cp.writeKubeconfigFile(cp.KubeconfigPath(), "ccmlab-admin",
+		&clientcmdapi.AuthInfo{ClientCertificateData: cert, ClientKeyData: key}); err != nil {
+		return err
+	}
+	token, err := cp.pki.newComponentToken()
+	if err != nil {
+		return err
+	}
+	return cp.writeKubeconfigFile(cp.componentKubeconfig(), "ccmlab-components", &clientcmdapi.AuthInfo{Token: token})
+}
+
+func (cp *ControlPlane) writeKubeconfigFile(path, user string, auth *clientcmdapi.AuthInfo) error {
+	ca, err := os.ReadFile(cp.pki.CACert())
+	if err != nil {
+		return err
+	}
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["ccmlab"] = &clientcmdapi.Cluster{Server: cp.server, CertificateAuthorityData: ca}
-	cfg.AuthInfos["ccmlab-admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cert, ClientKeyData: key}
-	cfg.Contexts["ccmlab"] = &clientcmdapi.Context{Cluster: "ccmlab", AuthInfo: "ccmlab-admin", Namespace: "default"}
+	cfg.AuthInfos[user] = auth
+	cfg.Contexts["ccmlab"] = &clientcmdapi.Context{Cluster: "ccmlab", AuthInfo: user, Namespace: "default"}
 	cfg.CurrentContext = "ccmlab"
-	if err := clientcmd.WriteToFile(*cfg, cp.KubeconfigPath()); err != nil {
-		return fmt.Errorf("writing kubeconfig: %w", err)
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return fmt.Errorf("writing kubeconfig %s: %w", path, err)
 	}
-	return os.Chmod(cp.KubeconfigPath(), 0o600)
+	return os.Chmod(path, 0o600)
 }
 
 func (cp *ControlPlane) loadRestConfig() (*rest.Config, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", cp.KubeconfigPath())
+	cfg, err := clientcmd.BuildConfigFromFlags("", cp.componentKubeconfig())
 	if err != nil {
 		return nil, fmt.Errorf("reading kubeconfig: %w", err)
 	}

@@ -70,6 +70,10 @@ func TestNodesRegisterWithoutCCM(t *testing.T) {
 			{"hostname label", n.Labels[v1.LabelHostname] == inst.PrivateDNSName},
 			{"os label", n.Labels[v1.LabelOSStable] == "linux"},
 			{"arch label", n.Labels[v1.LabelArchStable] == "amd64"},
+			// A real kubelet still writes the beta twins itself; the
+			// node-lifecycle controller would otherwise patch them in.
+			{"beta os label", n.Labels["beta.kubernetes.io/os"] == "linux"},
+			{"beta arch label", n.Labels["beta.kubernetes.io/arch"] == "amd64"},
 			{"cpu capacity", n.Status.Capacity.Cpu().String() == "2"},
 			{"memory capacity", n.Status.Capacity.Memory().String() == "8Gi"},
 			{"pods capacity", n.Status.Capacity.Pods().String() == "110"},

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	kubeletapis "k8s.io/kubelet/pkg/apis"
 	"k8s.io/utils/ptr"
 
 	"github.com/ccmlab/ccmlab/internal/kube"
@@ -149,6 +150,12 @@ func newNode(inst cloud.Instance, bootID string, now metav1.Time) *v1.Node {
 				v1.LabelHostname:   name,
 				v1.LabelOSStable:   "linux",
 				v1.LabelArchStable: "amd64",
+				// The beta twins a real kubelet still writes at
+				// registration (kubelet_node_status.go initialNode);
+				// without them the node-lifecycle controller patches
+				// them in, one more write per joining Node.
+				kubeletapis.LabelOS:   "linux",
+				kubeletapis.LabelArch: "amd64",
 			},
 			Annotations: map[string]string{
 				// Set by every kubelet with the default
