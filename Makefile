@@ -23,7 +23,7 @@ LDFLAGS := -s -w -X main.version=$(VERSION) $(KUBE_LDFLAGS)
 # controller (k8s.io/cloud-provider v0.37.2; see controllers/units.go), not
 # in ccmlab. The packages below keep nodes still while Services sync under
 # -race, and say so where they do.
-RACE_PKGS := ./lab/cloud/... ./server/... ./controllers/... ./lab/kubelet/... ./lab/dataplane/... ./lab/flow/... ./classroom/... ./lab/history/... ./internal/podlog/...
+RACE_PKGS := ./lab/cloud/... ./server/... ./controllers/... ./lab/kubelet/... ./lab/dataplane/... ./lab/flow/... ./classroom/... ./lab/history/... ./internal/podlog/... ./internal/gctune/...
 CHROMIUM ?= $(shell command -v chromium || command -v chromium-browser || command -v google-chrome || true)
 
 .DEFAULT_GOAL := help

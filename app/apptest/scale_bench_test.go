@@ -24,6 +24,7 @@ import (
 
 	"github.com/ccmlab/ccmlab/app/sim"
 	"github.com/ccmlab/ccmlab/controllers"
+	"github.com/ccmlab/ccmlab/internal/gctune"
 	"github.com/ccmlab/ccmlab/internal/kube"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/controlplane/cptest"
@@ -41,6 +42,14 @@ import (
 //
 //	go test -run '^$' -bench 'Scale/1000x1000' -benchtime 1x ./app/apptest
 func BenchmarkScale(b *testing.B) {
+	// The collector tuning `ccmlab serve` runs, so the figures are a lab's.
+	tuner, err := gctune.New(gctune.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	go tuner.Run(ctx)
 	for _, n := range []int{100, 1000} {
 		b.Run(fmt.Sprintf("%dx%d", n, n), func(b *testing.B) {
 			for range b.N {

@@ -130,12 +130,17 @@ func serve(ctx context.Context, o *serveOptions, out io.Writer) error {
 		return err
 	}
 	defer stopPprof()
-	tuneGC()
 	// The lab's own log stays at warnings unless -v asks for more, so the
 	// progress lines and the ready line are what a student sees.
 	level := slog.LevelWarn
 	if o.verbosity > 0 {
 		level = slog.LevelInfo
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	gcReady, err := tuneGC(ctx, logger.With("component", "gctune"))
+	if err != nil {
+		ln.Close()
+		return err
 	}
 	p, _ := profile.Get(o.profile)
 	enabled, _ := p.ParseControllers(o.controllers)
@@ -144,14 +149,14 @@ func serve(ctx context.Context, o *serveOptions, out io.Writer) error {
 		DataDir: o.dataDir, Profile: p, Controllers: enabled, Addons: addons,
 		Nodes: o.nodes, CloudLatency: o.cloudLatency, Verbosity: o.verbosity, Token: o.token,
 		Kubeconfig: o.kubeconfig, ClusterCIDR: o.clusterCIDR, BareAPIServer: o.bareAPIServer,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
+		Logger: logger,
 		Progress: func(stage string, elapsed time.Duration) {
 			fmt.Fprintf(out, "  %-20s ready after %s\n", stage, elapsed.Round(10*time.Millisecond))
 		},
 		Say: func(line string) { fmt.Fprintln(out, line) },
 		OnReady: func(kubeconfig string) {
 			fmt.Fprintf(out, "ccmlab is ready: http://%s  kubeconfig: %s\n", ln.Addr(), kubeconfig)
-			go settled()
+			go gcReady()
 		},
 	})
 	if err != nil {
