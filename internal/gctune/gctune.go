@@ -111,9 +111,6 @@ func New(cfg Config) (*Tuner, error) {
 	return t, nil
 }
 
-// Busy says whether the tuner last found the lab busy.
-func (t *Tuner) Busy() bool { return t.busy }
-
 // Run reads the allocation rate every Interval until ctx ends, then
 // leaves GOGC at the idle target.
 func (t *Tuner) Run(ctx context.Context) {
@@ -125,14 +122,14 @@ func (t *Tuner) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-tick.C():
-			t.Observe()
+			t.observe()
 		}
 	}
 }
 
-// Observe reads the allocation count once and switches the target if the
+// observe reads the allocation count once and switches the target if the
 // lab's state changed.
-func (t *Tuner) Observe() {
+func (t *Tuner) observe() {
 	now, bytes := t.cfg.Clock.Now(), t.cfg.Allocated()
 	elapsed := now.Sub(t.lastAt).Seconds()
 	if elapsed <= 0 {
@@ -163,9 +160,6 @@ func (t *Tuner) Observe() {
 // process started (a cumulative counter; its rate is what matters).
 func heapAllocated() uint64 {
 	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		return 0
-	}
+	metrics.Read(s) // supported since Go 1.16, so always a uint64
 	return s[0].Value.Uint64()
 }

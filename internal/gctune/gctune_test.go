@@ -54,10 +54,10 @@ func TestObserve(t *testing.T) {
 			for _, r := range tc.rates {
 				clk.Step(time.Second)
 				rt.allocated += uint64(r * mb)
-				tu.Observe()
+				tu.observe()
 			}
-			if tu.Busy() != tc.busy {
-				t.Errorf("busy = %v, want %v", tu.Busy(), tc.busy)
+			if tu.busy != tc.busy {
+				t.Errorf("busy = %v, want %v", tu.busy, tc.busy)
 			}
 			if !slices.Equal(rt.set, tc.set) {
 				t.Errorf("GOGC set to %v, want %v", rt.set, tc.set)

@@ -65,9 +65,7 @@ func (cp *ControlPlane) KubeconfigPath() string { return filepath.Join(cp.cfg.Da
 // else). It is an admin identity (system:masters): in a single-user lab the
 // RBAC split between system components would teach nothing and cost
 // start-up time.
-func (cp *ControlPlane) componentKubeconfig() string {
-	return filepath.Join(cp.pki.dir, "components.kubeconfig")
-}
+func (cp *ControlPlane) componentKubeconfig() string { return cp.pki.path("components.kubeconfig") }
 
 // ClusterCIDR is the Pod network the controller-manager cuts podCIDRs from;
 // the Route controller must be told the same.

@@ -19,6 +19,10 @@ import (
 //   - the lab's own components' kubeconfig, the same cluster with a bearer
 //     token made for this start (pki.newComponentToken says why).
 func (cp *ControlPlane) writeKubeconfig() error {
+	ca, err := os.ReadFile(cp.pki.CACert())
+	if err != nil {
+		return err
+	}
 	cert, err := os.ReadFile(cp.pki.AdminCert())
 	if err != nil {
 		return err
@@ -27,7 +31,7 @@ func (cp *ControlPlane) writeKubeconfig() error {
 	if err != nil {
 		return err
 	}
-	if err := cp.writeKubeconfigFile(cp.KubeconfigPath(), "ccmlab-admin",
+	if err := cp.writeKubeconfigFile(cp.KubeconfigPath(), ca, "ccmlab-admin",
 		&clientcmdapi.AuthInfo{ClientCertificateData: cert, ClientKeyData: key}); err != nil {
 		return err
 	}
@@ -35,14 +39,10 @@ func (cp *ControlPlane) writeKubeconfig() error {
 	if err != nil {
 		return err
 	}
-	return cp.writeKubeconfigFile(cp.componentKubeconfig(), "ccmlab-components", &clientcmdapi.AuthInfo{Token: token})
+	return cp.writeKubeconfigFile(cp.componentKubeconfig(), ca, "ccmlab-components", &clientcmdapi.AuthInfo{Token: token})
 }
 
-func (cp *ControlPlane) writeKubeconfigFile(path, user string, auth *clientcmdapi.AuthInfo) error {
-	ca, err := os.ReadFile(cp.pki.CACert())
-	if err != nil {
-		return err
-	}
+func (cp *ControlPlane) writeKubeconfigFile(path string, ca []byte, user string, auth *clientcmdapi.AuthInfo) error {
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["ccmlab"] = &clientcmdapi.Cluster{Server: cp.server, CertificateAuthorityData: ca}
 	cfg.AuthInfos[user] = auth
