@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -798,11 +797,30 @@ func TestConsoleRunsKubectl(t *testing.T) {
 		t.Errorf("long output: truncated=%v len=%d", res.Truncated, len(res.Output))
 	}
 
-	// kubectl ran in an empty directory inside the data dir and left it
-	// empty.
-	entries, err := os.ReadDir(filepath.Join(env.DataDir, "console"))
+	// kubectl ran in fresh directories under the console's TempDir (not
+	// the data dir) and removed them.
+	tmp := t.TempDir()
+	inTmp, err := console.New(console.Config{DataDir: env.DataDir, Binary: bin, TempDir: tmp})
+	must(t, err)
+	res, err = inTmp.Run(ctx, "kubectl get ns default -o name")
+	must(t, err)
+	if res.ExitCode != 0 || res.Output != "namespace/default\n" {
+		t.Errorf("kubectl get ns default -o name: %+v", res)
+	}
+	entries, err := os.ReadDir(tmp)
 	must(t, err)
 	if len(entries) != 0 {
-		t.Errorf("the console's working dir is not empty: %v", entries)
+		t.Errorf("the console left %v in its temp dir", entries)
+	}
+	// The holes of issue 21 stay shut with the real binary.
+	for _, line := range []string{
+		"kubectl get ns default -o templatefile=../../../student-tokens.json",
+		"kubectl create secret tls x --cert=../pki/ca.crt --key=../pki/ca.key --dry-run=client -o yaml",
+		"kubectl logs -ps http://127.0.0.1:1 x",
+		"kubectl get ns --kuberc=../kubeconfig",
+	} {
+		if _, err := c.Run(ctx, line); !errors.Is(err, console.ErrRefused) {
+			t.Errorf("%q: %v", line, err)
+		}
 	}
 }
