@@ -3,7 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/binary"
+	be "encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -123,7 +123,7 @@ func (s *dnsStub) answer(msg []byte) []byte {
 	out := append([]byte(nil), msg[:end]...)
 	out[2] |= 0x80                  // a response
 	out[3] = out[3]&0x70 | 0x80 | 3 // recursion available, NXDOMAIN
-	binary.BigEndian.PutUint16(out[4:], 1)
+	be.BigEndian.PutUint16(out[4:], 1)
 	clear(out[6:12])
 	return out
 }
@@ -153,12 +153,12 @@ func (s *dnsStub) serve(udp net.PacketConn, tcp net.Listener) {
 				if _, err := io.ReadFull(c, l[:]); err != nil {
 					return
 				}
-				msg := make([]byte, binary.BigEndian.Uint16(l[:]))
+				msg := make([]byte, be.BigEndian.Uint16(l[:]))
 				if _, err := io.ReadFull(c, msg); err != nil {
 					return
 				}
 				if out := s.answer(msg); out != nil {
-					binary.BigEndian.PutUint16(l[:], uint16(len(out)))
+					be.BigEndian.PutUint16(l[:], uint16(len(out)))
 					_, _ = c.Write(append(l[:], out...))
 				}
 			}()
