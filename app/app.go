@@ -24,6 +24,7 @@ import (
 	"github.com/ccmlab/ccmlab/exercises/check"
 	"github.com/ccmlab/ccmlab/exercises/console"
 	"github.com/ccmlab/ccmlab/exercises/progress"
+	"github.com/ccmlab/ccmlab/internal/datafs"
 	"github.com/ccmlab/ccmlab/internal/podlog"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/controlplane"
@@ -73,6 +74,10 @@ type Config struct {
 	// OnReady is called once the lab is ready, with the kubeconfig path
 	// (optional).
 	OnReady func(kubeconfig string)
+	// Files writes the cloud's state file and the server's space probe
+	// into the data dir (default datafs.OS{}); tests inject a
+	// datafs.Switch to make that disk full.
+	Files datafs.Writer
 }
 
 func (c *Config) setDefaults() {
@@ -87,6 +92,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.OnReady == nil {
 		c.OnReady = func(string) {}
+	}
+	if c.Files == nil {
+		c.Files = datafs.OS{}
 	}
 	if c.Kubeconfig != "" && c.ClusterCIDR == "" {
 		c.ClusterCIDR = DefaultAttachedClusterCIDR
@@ -147,10 +155,12 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	if a.srv, err = server.New(server.Config{Logger: cfg.Logger, Token: cfg.Token, Assets: assets}); err != nil {
+	if a.dataDir, a.unlock, err = lockDataDir(cfg.DataDir); err != nil {
 		return nil, err
 	}
-	if a.dataDir, a.unlock, err = lockDataDir(cfg.DataDir); err != nil {
+	a.srv, err = server.New(server.Config{Logger: cfg.Logger, Token: cfg.Token, Assets: assets, DataDir: a.dataDir, Files: cfg.Files})
+	if err != nil {
+		a.Close()
 		return nil, err
 	}
 	return a, nil
@@ -230,6 +240,11 @@ func (a *App) Run(ctx context.Context) (err error) {
 	}
 	a.waitNodesInitialized(startCtx, l, begin)
 	if startCtx.Err() == nil {
+		// The recording starts here, so a flow run right after ready is in
+		// the first download (hub.StartRecording).
+		if err := l.hub.StartRecording(startCtx); err != nil {
+			a.cfg.Logger.Warn("cannot start the recording; it starts with the next change", "err", err)
+		}
 		a.srv.SetReady(true)
 		a.cfg.Progress("lab", time.Since(begin))
 		a.cfg.OnReady(cl.KubeconfigPath())
@@ -307,7 +322,7 @@ func (a *App) build(ctx, gctx context.Context, g *errgroup.Group, cl cluster, l 
 	l.sim, err = sim.New(ctx, sim.Config{
 		ControlPlaneNode: static != nil, StaticPods: static, Logs: a.logs, CACertPEM: caCert, CAKeyPEM: caKey,
 		Profile: a.cfg.Profile, RestConfig: cl.RestConfig(), ClusterCIDR: cl.ClusterCIDR(),
-		CloudStatePath: filepath.Join(a.dataDir, "cloud.json"), Nodes: a.cfg.Nodes, CloudLatency: a.cfg.CloudLatency,
+		CloudStatePath: filepath.Join(a.dataDir, "cloud.json"), CloudFiles: a.cfg.Files, Nodes: a.cfg.Nodes, CloudLatency: a.cfg.CloudLatency,
 		Controllers: a.cfg.Controllers, Addons: a.cfg.Addons,
 		// A node's addresses are refreshed once a minute rather than every
 		// 5s, so the call log students read is not a wall of

@@ -16,9 +16,10 @@ type launchRequest struct {
 }
 
 // userCtx marks the student's own actions in the call log: they appear as
-// caller "user", beside the controllers' calls.
+// caller "user", beside the controllers' calls. They are saved before they
+// are answered (a full disk answers 507 and changes nothing).
 func userCtx(c echo.Context) context.Context {
-	return cloud.WithCaller(c.Request().Context(), "user")
+	return cloud.WithSyncSave(cloud.WithCaller(c.Request().Context(), "user"))
 }
 
 // cloudError maps the cloud's typed errors to HTTP: a bad request is the

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/ccmlab/ccmlab/internal/datafs"
 )
 
 // Controllers is the CCM manager as the server sees it.
@@ -27,11 +29,18 @@ type Config struct {
 	Token string
 	// Assets serves the web view at / (nil: no page).
 	Assets http.Handler
+	// DataDir is named in the 507 a full disk answers and probed for room
+	// again (diskfull.go); Files writes the probe (default datafs.OS{}).
+	DataDir string
+	Files   datafs.Writer
 }
 
 func (c *Config) validate() error {
 	if c.Logger == nil {
 		return errors.New("server: logger is required")
+	}
+	if c.Files == nil {
+		c.Files = datafs.OS{}
 	}
 	return nil
 }
@@ -43,6 +52,7 @@ type Server struct {
 	echo  *echo.Echo
 	ready atomic.Bool
 	lab   atomic.Pointer[Lab]
+	disk  diskWatch
 }
 
 // New builds the routes.
@@ -69,6 +79,9 @@ func (s *Server) healthz(c echo.Context) error {
 	if !s.ready.Load() {
 		return echo.NewHTTPError(http.StatusServiceUnavailable, "the lab is starting")
 	}
+	if why := s.degraded(); why != "" {
+		return c.String(http.StatusOK, "degraded: "+why)
+	}
 	return c.String(http.StatusOK, "ok")
 }
 
@@ -80,6 +93,9 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	}
 	code := http.StatusInternalServerError
 	msg := "internal error"
+	if full := s.diskFullError(c, err); full != nil {
+		err = full
+	}
 	var he *echo.HTTPError
 	if errors.As(err, &he) {
 		code = he.Code

@@ -96,6 +96,8 @@ var pageTexts = i18n.Catalog{
 	"conn.reconnecting": {JA: "再接続中… ({n} 回目、{s} 秒後)", EN: "Reconnecting… (attempt {n}, in {s}s)"},
 	"conn.restarting":   {JA: "ラボが再起動中です。戻ったら自動でつなぎ直します", EN: "The lab is restarting; the page reconnects by itself"},
 	"conn.stale":        {JA: "表示は最後に受け取った状態です", EN: "Showing the last state received"},
+	"disk.full": {JA: "ラボのデータディレクトリのディスクがいっぱいです（{dir}）。ラボは動いていますが、空きができるまで変更は保存されず、インスタンスの操作は断られます。空きができれば自動で戻ります",
+		EN: "The disk of the lab's data dir is full ({dir}). The lab keeps running, but until space is freed nothing new is saved and instance actions are refused. It recovers by itself once there is room"},
 
 	// --- regions ---
 	"region.flow":     {JA: "LoadBalancer Service ができるまでの 6 ステップ", EN: "The six steps of a LoadBalancer Service"},

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/ccmlab/ccmlab/controllers"
+	"github.com/ccmlab/ccmlab/internal/datafs"
 	"github.com/ccmlab/ccmlab/internal/podlog"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
@@ -36,6 +37,8 @@ type Config struct {
 	// CloudStatePath is where the cloud keeps its state across restarts
 	// ("" keeps it in memory only).
 	CloudStatePath string
+	// CloudFiles writes that file (default datafs.OS{}).
+	CloudFiles datafs.Writer
 	// Nodes is how many instances are launched when the cloud has none
 	// (first start); a restored cloud keeps the ones it had.
 	Nodes int
@@ -129,7 +132,7 @@ func New(ctx context.Context, cfg Config) (_ *Sim, err error) {
 	if cfg.Profile.IngressIP {
 		ingress = cloud.IngressIP
 	}
-	c, err := cloud.New(cloud.Config{IngressMode: ingress, StatePath: cfg.CloudStatePath})
+	c, err := cloud.New(cloud.Config{IngressMode: ingress, StatePath: cfg.CloudStatePath, Files: cfg.CloudFiles})
 	if err != nil {
 		return nil, err
 	}

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"syscall"
 	"time"
 
-	_ "modernc.org/sqlite" // database/sql driver "sqlite", pure Go
+	"modernc.org/sqlite" // database/sql driver "sqlite", pure Go
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // Store keeps students' progress in an SQLite file (<data-dir>/progress.db)
@@ -117,6 +119,18 @@ func Open(path string) (*Store, error) {
 	return &Store{db: db}, nil
 }
 
+// fullErr marks SQLite's "database or disk is full" (SQLITE_FULL, which is
+// what SQLite answers when a write meets ENOSPC) as syscall.ENOSPC too, so
+// that datafs.IsFull recognises it like any other full-disk error and the
+// API answers 507 rather than 500. Other errors pass unchanged.
+func fullErr(err error) error {
+	var e *sqlite.Error
+	if errors.As(err, &e) && e.Code()&0xff == sqlite3.SQLITE_FULL {
+		return fmt.Errorf("%w (%w)", err, syscall.ENOSPC)
+	}
+	return err
+}
+
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }
 
@@ -143,7 +157,8 @@ func (s *Store) Started(ctx context.Context, exercise string) (time.Time, bool, 
 }
 
 // Restart clears an exercise's progress and records a new start time.
-func (s *Store) Restart(ctx context.Context, exercise string, at time.Time) error {
+func (s *Store) Restart(ctx context.Context, exercise string, at time.Time) (err error) {
+	defer func() { err = fullErr(err) }()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -194,7 +209,7 @@ func (s *Store) RecordAttempt(ctx context.Context, exercise, step string, passed
 			attempts = step.attempts + 1,
 			passed_at = COALESCE(step.passed_at, excluded.passed_at)`, exercise, step, passedAt)
 	if err != nil {
-		return StepProgress{}, err
+		return StepProgress{}, fullErr(err)
 	}
 	m, err := s.Steps(ctx, exercise)
 	return m[step], err
@@ -232,7 +247,7 @@ func (s *Store) RecordAnswer(ctx context.Context, exercise, question string, cho
 			attempts = answer.attempts + 1, answered_at = excluded.answered_at`,
 		exercise, question, choice, correct, correct, nanos(at), choice, correct)
 	if err != nil {
-		return Answer{}, err
+		return Answer{}, fullErr(err)
 	}
 	m, err := s.Answers(ctx, exercise)
 	return m[question], err
@@ -270,7 +285,7 @@ func (s *Store) RecordStepAnswer(ctx context.Context, exercise, step, value stri
 			attempts = step_answer.attempts + 1, answered_at = excluded.answered_at`,
 		exercise, step, value, correct, nanos(at))
 	if err != nil {
-		return StepAnswer{}, err
+		return StepAnswer{}, fullErr(err)
 	}
 	m, err := s.StepAnswers(ctx, exercise)
 	return m[step], err

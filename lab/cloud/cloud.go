@@ -71,7 +71,7 @@ func New(cfg Config) (*Cloud, error) {
 	}
 	c.log = newCallLog(cfg.CallLogSize, lastSeq)
 	if cfg.StatePath != "" {
-		c.store = newStore(cfg.StatePath)
+		c.store = newStore(cfg.StatePath, cfg.Files)
 		go c.flushLoop()
 	}
 	return c, nil

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/utils/clock"
 
+	"github.com/ccmlab/ccmlab/internal/datafs"
 	"github.com/ccmlab/ccmlab/internal/ippool"
 )
 
@@ -42,7 +43,10 @@ type Config struct {
 	// StatePath is a JSON file holding instances, load balancers and routes.
 	// "" keeps everything in memory. New loads it when it exists.
 	StatePath string
-	Clock     clock.WithTicker // default clock.RealClock{}
+	// Files writes the state file (default datafs.OS{}); tests inject a
+	// datafs.Switch to make the disk full.
+	Files datafs.Writer
+	Clock clock.WithTicker // default clock.RealClock{}
 	// CallLogSize bounds the call log ring buffer.
 	CallLogSize int // default 5000
 }
@@ -94,6 +98,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Clock == nil {
 		c.Clock = clock.RealClock{}
+	}
+	if c.Files == nil {
+		c.Files = datafs.OS{}
 	}
 	if c.CallLogSize == 0 {
 		c.CallLogSize = defaultCallLogSize

@@ -86,10 +86,11 @@ func (c *Cloud) RunInstance(ctx context.Context, in RunInstanceInput) (Instance,
 			return "", err
 		}
 
-		c.mu.Lock()
-		defer c.mu.Unlock()
+		saving, unlock := c.lockForChange(ctx)
+		defer unlock()
 		now := c.now()
-		c.purgeTerminatedLocked(now, emit)
+		seq0, zone0 := c.instSeq, c.nextZone
+		purged := c.purgeTerminatedLocked(now, emit)
 		zone, ip, err := c.placeLocked(in.Zone)
 		if err != nil {
 			return "", err
@@ -111,6 +112,17 @@ func (c *Cloud) RunInstance(ctx context.Context, in RunInstanceInput) (Instance,
 		c.instances[rec.ID] = rec
 		c.byDNS[dns] = rec.ID
 		emit(EventInstance, rec.ID)
+		if err := c.commitLocked(saving, func() {
+			c.removeInstanceLocked(rec)
+			c.instSeq, c.nextZone = seq0, zone0
+			// The new instance may have taken a purged one's IP; it is
+			// free again now.
+			for _, p := range purged {
+				c.addInstanceLocked(p)
+			}
+		}); err != nil {
+			return "", err
+		}
 		out = rec.clone()
 		return fmt.Sprintf("%s %s %s %s", rec.ID, zone, ip, rec.State), nil
 	})
@@ -150,12 +162,26 @@ func (c *Cloud) newInstanceIDLocked() string {
 	}
 }
 
-func (c *Cloud) purgeTerminatedLocked(now time.Time, emit emitFunc) {
+// purgeTerminatedLocked forgets instances terminated longer than
+// terminatedRetention ago and returns them, for an undo.
+func (c *Cloud) purgeTerminatedLocked(now time.Time, emit emitFunc) []*instanceRec {
+	var purged []*instanceRec
 	for id, rec := range c.instances {
 		if rec.State == InstanceTerminated && now.Sub(rec.StateTransitionTime) >= terminatedRetention {
 			c.removeInstanceLocked(rec)
 			emit(EventInstance, id)
+			purged = append(purged, rec)
 		}
+	}
+	return purged
+}
+
+// addInstanceLocked puts back an instance removeInstanceLocked took out.
+func (c *Cloud) addInstanceLocked(rec *instanceRec) {
+	c.instances[rec.ID] = rec
+	c.byDNS[rec.PrivateDNSName] = rec.ID
+	if sn, ok := c.net.subnets[rec.Zone]; ok {
+		_ = sn.Reserve(parseAddr(rec.PrivateIP)) // released by its removal
 	}
 }
 
@@ -293,14 +319,21 @@ func (c *Cloud) TerminateInstance(ctx context.Context, id string) (Instance, err
 func (c *Cloud) transition(ctx context.Context, action, id string, fn func(*instanceRec, emitFunc) error) (Instance, error) {
 	var out Instance
 	err := c.call(ctx, action, "id="+id, []string{id}, func(emit emitFunc) (string, error) {
-		c.mu.Lock()
-		defer c.mu.Unlock()
+		saving, unlock := c.lockForChange(ctx)
+		defer unlock()
 		rec, ok := c.instances[id]
 		if !ok {
 			return "", errorf(ErrInstanceNotFound, "The instance ID '%s' does not exist", id)
 		}
 		before := rec.State
+		var undo func()
+		if saving {
+			undo = c.instanceUndoLocked(rec)
+		}
 		if err := fn(rec, emit); err != nil {
+			return "", err
+		}
+		if err := c.commitLocked(saving, undo); err != nil {
 			return "", err
 		}
 		out = rec.clone()
@@ -310,6 +343,29 @@ func (c *Cloud) transition(ctx context.Context, action, id string, fn func(*inst
 		return fmt.Sprintf("%s %s -> %s", id, before, rec.State), nil
 	})
 	return out, err
+}
+
+// instanceUndoLocked remembers what a state transition of rec may change
+// (the instance, and the load balancers that have it as a target) and
+// returns the function that puts it back.
+func (c *Cloud) instanceUndoLocked(rec *instanceRec) func() {
+	inst := rec.clone()
+	lbs := map[string]LoadBalancer{}
+	for name, lb := range c.lbs {
+		if lb.TargetType != TargetTypeInstance {
+			continue
+		}
+		if i := firstTarget(lb.Targets, rec.ID); i < len(lb.Targets) && lb.Targets[i].ID == rec.ID {
+			lbs[name] = lb.clone()
+		}
+	}
+	return func() {
+		rec.Instance = inst
+		for name, lb := range lbs {
+			*c.lbs[name] = lb
+			c.dropView(name)
+		}
+	}
 }
 
 func (c *Cloud) setStateLocked(rec *instanceRec, s InstanceState, emit emitFunc) {

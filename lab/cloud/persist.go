@@ -1,7 +1,7 @@
 package cloud
 
 import (
-	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,12 +10,13 @@ import (
 	"maps"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ccmlab/ccmlab/internal/datafs"
 )
 
 const (
@@ -56,22 +57,34 @@ type savedTarget struct {
 	Port int32  `json:"port"`
 }
 
+// saveRetry is how soon a failed write (a full disk, most likely) is tried
+// again, so the lab recovers by itself once space is freed, even if nothing
+// changes in the meantime.
+const saveRetry = time.Second
+
 // store writes state in the background: mutations only mark it dirty, so
-// API calls never wait for the disk.
+// the controllers' API calls never wait for the disk. A student's instance
+// calls save synchronously instead (WithSyncSave).
 type store struct {
 	path   string
+	files  datafs.Writer
 	dirty  chan struct{} // capacity 1: any number of marks coalesce
 	quit   chan struct{}
 	done   chan struct{}
 	closed atomic.Bool
 
-	mu      sync.Mutex // one writer at a time
+	// mu: one writer at a time. Lock order: mu, then Cloud.mu.
+	mu      sync.Mutex
 	lastDur time.Duration
+	// lastErr is the last write's error (nil: it succeeded); an atomic so
+	// that health checks never wait behind a long write.
+	lastErr atomic.Pointer[error]
 }
 
-func newStore(path string) *store {
+func newStore(path string, files datafs.Writer) *store {
 	return &store{
 		path:  path,
+		files: files,
 		dirty: make(chan struct{}, 1),
 		quit:  make(chan struct{}),
 		done:  make(chan struct{}),
@@ -105,29 +118,55 @@ func (c *Cloud) flushLoop() {
 	s := c.store
 	defer close(s.done)
 	var last time.Time
+	retry := false
 	for {
-		select {
-		case <-s.dirty:
-		case <-s.quit:
-			return
+		if !retry {
+			select {
+			case <-s.dirty:
+			case <-s.quit:
+				return
+			}
 		}
 		s.mu.Lock()
 		gap := max(minFlushInterval, flushBackoffFactor*s.lastDur)
 		s.mu.Unlock()
-		if wait := gap - time.Since(last); wait > 0 {
-			t := time.NewTimer(wait)
-			select {
-			case <-t.C:
-			case <-s.quit:
-				t.Stop()
-				return // Close writes the final state
-			}
+		if wait := gap - time.Since(last); wait > 0 && !sleep(wait, s.quit) {
+			return // Close writes the final state
 		}
 		last = time.Now()
-		// A failed write is retried on the next mutation and reported by
-		// Flush or Close.
-		_ = c.Flush()
+		// A failed write is reported by SaveError, Flush and Close, and
+		// tried again after saveRetry whether or not anything changes.
+		retry = c.Flush() != nil
+		if retry && !sleep(saveRetry, s.quit) {
+			return
+		}
 	}
+}
+
+// sleep waits d; it reports false when quit closed first.
+func sleep(d time.Duration, quit <-chan struct{}) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-quit:
+		return false
+	}
+}
+
+// SaveError is the error of the last attempt to write the state file, nil
+// when it succeeded (or the cloud keeps no file). datafs.IsFull tells a
+// full disk apart; the background writer keeps trying, so a full disk's
+// error clears by itself once space is freed.
+func (c *Cloud) SaveError() error {
+	if c.store == nil {
+		return nil
+	}
+	if p := c.store.lastErr.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // Flush writes the state file now. It is a no-op without a StatePath.
@@ -141,20 +180,87 @@ func (c *Cloud) Flush() error {
 	start := time.Now()
 	// Copy under the read lock, encode and write outside it.
 	c.mu.RLock()
-	f := stateFile{
+	f := c.stateFileLocked()
+	c.mu.RUnlock()
+	err := s.writeLocked(&f)
+	s.lastDur = time.Since(start)
+	return err
+}
+
+// stateFileLocked copies the state to save; c.mu must be held (read or
+// write).
+func (c *Cloud) stateFileLocked() stateFile {
+	return stateFile{
 		Version:       stateVersion,
 		SavedAt:       c.now(),
 		NextZone:      c.nextZone,
 		Instances:     c.instancesLocked(),
 		LoadBalancers: c.savedLBsLocked(),
 		Routes:        c.routesLocked(),
+		LastCallSeq:   c.log.lastSeq(),
 	}
-	c.mu.RUnlock()
-	f.LastCallSeq = c.log.lastSeq()
-	err := writeFileAtomic(s.path, func(w io.Writer) error { return json.NewEncoder(w).Encode(f) })
-	s.lastDur = time.Since(start)
+}
+
+// writeLocked writes f and remembers the outcome; s.mu must be held.
+func (s *store) writeLocked(f *stateFile) error {
+	err := s.files.WriteFileAtomic(s.path, func(w io.Writer) error { return json.NewEncoder(w).Encode(f) })
 	if err != nil {
-		return fmt.Errorf("cloud: save state: %w", err)
+		err = fmt.Errorf("cloud: save state: %w", err)
+		s.lastErr.Store(&err)
+		return err
+	}
+	s.lastErr.Store(nil)
+	return nil
+}
+
+type syncSaveKey struct{}
+
+// WithSyncSave makes the instance calls made with ctx (RunInstance,
+// StopInstance, StartInstance, TerminateInstance) write the state file
+// before they return, and undo their change in memory when that write
+// fails: a student's click that was answered must survive a crash, and one
+// that could not be saved must not half-happen. The error then wraps the
+// write's (datafs.IsFull for a full disk) and is not an *Error. Without it
+// a call only marks the state dirty: controllers call far more often, and
+// retry.
+func WithSyncSave(ctx context.Context) context.Context {
+	return context.WithValue(ctx, syncSaveKey{}, true)
+}
+
+func syncSave(ctx context.Context) bool {
+	v, _ := ctx.Value(syncSaveKey{}).(bool)
+	return v
+}
+
+// lockForChange takes c.mu for a mutation; for a call WithSyncSave it
+// first takes the store's writer lock (the lock order Flush uses), so that
+// commit can write while nothing else writes or changes state.
+func (c *Cloud) lockForChange(ctx context.Context) (saving bool, unlock func()) {
+	if c.store == nil || !syncSave(ctx) {
+		c.mu.Lock()
+		return false, c.mu.Unlock
+	}
+	c.store.mu.Lock()
+	c.mu.Lock()
+	return true, func() {
+		c.mu.Unlock()
+		c.store.mu.Unlock()
+	}
+}
+
+// commitLocked saves the state after a mutation when saving (see
+// lockForChange); if the write fails it calls undo, which puts memory back
+// as it was, and returns the write's error. The background writer is told
+// to try again, so SaveError clears once the disk has room.
+func (c *Cloud) commitLocked(saving bool, undo func()) error {
+	if !saving {
+		return nil
+	}
+	f := c.stateFileLocked()
+	if err := c.store.writeLocked(&f); err != nil {
+		undo()
+		c.markDirty()
+		return err
 	}
 	return nil
 }
@@ -173,45 +279,6 @@ func (c *Cloud) savedLBsLocked() []savedLB {
 		}
 	}
 	return out
-}
-
-// writeFileAtomic replaces path so that a crash leaves either the old or the
-// new file, never half of one. It streams through a buffer rather than
-// building the whole document in memory first.
-func writeFileAtomic(path string, write func(io.Writer) error) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // no-op after a successful rename
-	bw := bufio.NewWriterSize(tmp, 1<<20)
-	if err := write(bw); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := bw.Flush(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync() // make the rename itself durable where supported
-		d.Close()
-	}
-	return nil
 }
 
 // load restores state from path, if it exists, and returns the last call

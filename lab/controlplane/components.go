@@ -55,8 +55,17 @@ func (cp *ControlPlane) apiserverArgs(etcdURL string) []string {
 		"--runtime-config=" + runtimeConfig(),
 		"--disable-admission-plugins=" + strings.Join(disabledAdmission, ","),
 		"--watch-cache-sizes=" + watchCacheSizes(),
+		// The default (Hostname,InternalDNS,InternalIP,...) makes the
+		// apiserver reach a kubelet (logs, exec, nodes/<n>/proxy) by its
+		// Hostname address, a name the host's DNS resolver is asked about;
+		// the lab never sends a packet off loopback, so only IPs are used.
+		"--kubelet-preferred-address-types=" + kubeletAddressTypes,
 	}, cp.egressArgs()...)
 }
+
+// kubeletAddressTypes are the Node address types the apiserver dials a
+// kubelet by: IPs only, never a DNS name.
+const kubeletAddressTypes = "InternalIP,ExternalIP"
 
 // runAPIServer builds kube-apiserver on an already-bound loopback listener
 // and runs it until ctx ends. ready is closed by the caller's readiness poll.

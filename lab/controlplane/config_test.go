@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -47,5 +48,18 @@ func TestControllerManagerRunsWithExternalCloudProvider(t *testing.T) {
 		if !strings.Contains(args, want) {
 			t.Errorf("controller-manager args lack %s: %s", want, args)
 		}
+	}
+}
+
+// The lab never sends a packet off loopback, nor asks a DNS server: the
+// apiserver reaches kubelets by IP (TestLoopbackOnly in cmd/ccmlab runs the
+// whole lab without a network).
+func TestAPIServerDialsKubeletsByIP(t *testing.T) {
+	cp := &ControlPlane{cfg: Config{DataDir: "/tmp/x"}, pki: pki{dir: "/tmp/x/pki"}}
+	cp.cfg.Defaults()
+	args := cp.apiserverArgs("http://127.0.0.1:2379")
+	want := "--kubelet-preferred-address-types=InternalIP,ExternalIP"
+	if !slices.Contains(args, want) {
+		t.Errorf("apiserver args lack %s: %s", want, strings.Join(args, " "))
 	}
 }

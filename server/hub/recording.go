@@ -85,6 +85,21 @@ func (h *Hub) maybeBaseLocked() {
 	}()
 }
 
+// StartRecording takes a base now, so that the recording starts here. The
+// lab calls it once it is ready: until then Snapshot fails, and a failed
+// attempt is only retried baseRetry later, on the next Publish. A student
+// quick enough to run a Service's whole flow within that second would
+// otherwise download a recording whose base was taken at the download,
+// after the flow: a header and a snapshot, nothing to replay. It does
+// nothing on a hub without a recording.
+func (h *Hub) StartRecording(ctx context.Context) error {
+	if !h.recordingOn() {
+		return nil
+	}
+	_, err := h.takeBase(ctx)
+	return err
+}
+
 // takeBase takes a snapshot consistent with the seq it is stamped with
 // (the rule register follows) and keeps it as the newest base.
 func (h *Hub) takeBase(ctx context.Context) (*frame, error) {

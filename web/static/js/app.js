@@ -188,8 +188,31 @@ async function api(method, path, body) {
   } catch {
     // no body
   }
+  if (res.status === 507) checkHealth(); // the disk is full: show the banner now
   if (!res.ok) throw new Error((data && data.error) || `${res.status} ${res.statusText}`);
   return data;
+}
+
+// --- the data dir's disk ---
+
+// /healthz answers "degraded: data dir full: DIR" while the lab cannot
+// save; the banner stays until it answers "ok" again (the lab recovers by
+// itself once space is freed).
+const DISK_FULL = "degraded: data dir full: ";
+const HEALTH_EVERY = 5000;
+
+async function checkHealth() {
+  let text = "";
+  try {
+    const res = await fetch("healthz", { credentials: "same-origin", cache: "no-store" });
+    if (res.ok) text = await res.text();
+  } catch {
+    return; // offline: the connection status says so already
+  }
+  const el = document.getElementById("disk-banner");
+  const full = text.startsWith(DISK_FULL);
+  if (full) setText(el, t("disk.full", { dir: text.slice(DISK_FULL.length).trim() }));
+  show(el, full);
 }
 
 let alertTimer = 0;
@@ -467,4 +490,6 @@ if (replayMode) {
   flowReplays = initFlowReplays({ live: st, ui, setView });
   connect({ onMessage, onState });
   exercises.refresh();
+  checkHealth();
+  setInterval(checkHealth, HEALTH_EVERY);
 }
