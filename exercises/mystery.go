@@ -231,8 +231,19 @@ func (s *Service) plantMystery(ctx context.Context, causeID string) error {
 	if idx < 0 {
 		return validateMysteryCause(causeID)
 	}
+	// Workers serve load balancers; the control-plane node, as kubeadm
+	// leaves it, is excluded from them (and so never a target, whatever
+	// the cause). A previous round, or the student, may have changed either.
 	if err := s.updateNodes(ctx, func(n *corev1.Node) bool {
-		if _, ok := n.Labels[corev1.LabelNodeExcludeBalancers]; !ok {
+		_, ok := n.Labels[corev1.LabelNodeExcludeBalancers]
+		if isControlPlaneNode(n) {
+			if ok {
+				return false
+			}
+			n.Labels[corev1.LabelNodeExcludeBalancers] = ""
+			return true
+		}
+		if !ok {
 			return false
 		}
 		delete(n.Labels, corev1.LabelNodeExcludeBalancers)
