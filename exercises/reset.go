@@ -565,8 +565,9 @@ func (s *Service) deleteOrphanedLoadBalancers(ctx context.Context, refs []format
 	return nil
 }
 
-// deleteEvents deletes the Events about the exercise's objects and, for a
-// Deployment, its ReplicaSets' and Pods' (named after it).
+// deleteEvents deletes the Events about the exercise's objects (and what
+// shares their name, as a Service's Endpoints) and, for a Deployment, its
+// ReplicaSets' and Pods' (named after it).
 func (s *Service) deleteEvents(ctx context.Context, refs []format.ObjectRef) error {
 	if len(refs) == 0 {
 		return nil
@@ -590,7 +591,9 @@ func (s *Service) deleteEvents(ctx context.Context, refs []format.ObjectRef) err
 func aboutObjects(o corev1.ObjectReference, refs []format.ObjectRef) bool {
 	for _, ref := range refs {
 		switch {
-		case o.Kind == ref.Kind && o.Name == ref.Name:
+		// By name, whatever the kind: `kubectl get events --field-selector
+		// involvedObject.name=fin` also lists the Endpoints of Service fin.
+		case o.Name == ref.Name:
 			return true
 		case ref.Kind == "Deployment" && (o.Kind == "ReplicaSet" || o.Kind == "Pod") && strings.HasPrefix(o.Name, ref.Name+"-"):
 			return true
