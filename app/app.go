@@ -19,7 +19,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/ccmlab/ccmlab/app/sim"
-	"github.com/ccmlab/ccmlab/controllers"
 	"github.com/ccmlab/ccmlab/exercises"
 	"github.com/ccmlab/ccmlab/exercises/check"
 	"github.com/ccmlab/ccmlab/exercises/console"
@@ -78,6 +77,12 @@ type Config struct {
 	// into the data dir (default datafs.OS{}); tests inject a
 	// datafs.Switch to make that disk full.
 	Files datafs.Writer
+}
+
+// Lab is what the simulation is built from: the profile, switches, add-ons,
+// node count and latency.
+func (c Config) Lab() sim.Lab {
+	return sim.Lab{Profile: c.Profile, Controllers: c.Controllers, Addons: c.Addons, Nodes: c.Nodes, CloudLatency: c.CloudLatency}
 }
 
 func (c *Config) setDefaults() {
@@ -319,20 +324,17 @@ func (a *App) build(ctx, gctx context.Context, g *errgroup.Group, cl cluster, l 
 		}
 		static = cp.StaticPods()
 	}
-	l.sim, err = sim.New(ctx, sim.Config{
-		ControlPlaneNode: static != nil, StaticPods: static, Logs: a.logs, CACertPEM: caCert, CAKeyPEM: caKey,
-		Profile: a.cfg.Profile, RestConfig: cl.RestConfig(), ClusterCIDR: cl.ClusterCIDR(),
-		CloudStatePath: filepath.Join(a.dataDir, "cloud.json"), CloudFiles: a.cfg.Files, Nodes: a.cfg.Nodes, CloudLatency: a.cfg.CloudLatency,
-		Controllers: a.cfg.Controllers, Addons: a.cfg.Addons,
-		// A node's addresses are refreshed once a minute rather than every
-		// 5s, so the call log students read is not a wall of
-		// DescribeInstances (upstream refreshes every 5m).
-		Tuning:   controllers.Tuning{NodeStatusUpdateFrequency: time.Minute},
-		OnChange: pub.flowChange,
-		OnTrace:  func(t dataplane.Trace) { pub.publish(stream.Trace(t)) },
-		OnSwitch: func(status map[string]bool) { pub.publish(stream.Controllers(status)) },
-		Logger:   a.cfg.Logger,
-	})
+	// The defaults and the choices the flags make are sim.Served's, which
+	// the test world (app/apptest) is built from too.
+	scfg := sim.Served(a.cfg.Lab(), sim.Embedded{StaticPods: static, CACertPEM: caCert, CAKeyPEM: caKey})
+	scfg.Logs, scfg.RestConfig, scfg.ClusterCIDR = a.logs, cl.RestConfig(), cl.ClusterCIDR()
+	scfg.CloudStatePath = filepath.Join(a.dataDir, "cloud.json")
+	scfg.CloudFiles = a.cfg.Files
+	scfg.OnChange = pub.flowChange
+	scfg.OnTrace = func(t dataplane.Trace) { pub.publish(stream.Trace(t)) }
+	scfg.OnSwitch = func(status map[string]bool) { pub.publish(stream.Controllers(status)) }
+	scfg.Logger = a.cfg.Logger
+	l.sim, err = sim.New(ctx, scfg)
 	if err != nil {
 		return err
 	}

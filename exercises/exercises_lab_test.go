@@ -367,10 +367,25 @@ func TestExerciseNoCCM(t *testing.T) {
 	w.reset(t, id)
 	nodes, err := env.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	must(t, err)
+	var workers []string
+	controlPlane := 0
 	for _, n := range nodes.Items {
+		if isControlPlaneNode(&n) {
+			// The served lab's control-plane node was initialized at start
+			// and is not replaced.
+			controlPlane++
+			if n.Spec.ProviderID == "" || kube.HasUninitializedTaint(&n) {
+				t.Errorf("control-plane Node %s after the reset: providerID %q, taints %v", n.Name, n.Spec.ProviderID, n.Spec.Taints)
+			}
+			continue
+		}
+		workers = append(workers, n.Name)
 		if n.Spec.ProviderID != "" || n.Labels[flow.LabelZone] != "" || !kube.HasUninitializedTaint(&n) {
 			t.Errorf("Node %s after the reset: providerID %q, zone %q, taints %v", n.Name, n.Spec.ProviderID, n.Labels[flow.LabelZone], n.Spec.Taints)
 		}
+	}
+	if controlPlane != 1 || len(workers) != worldNodes {
+		t.Fatalf("after the reset: %d control-plane node(s) and workers %v; want 1 and %d", controlPlane, workers, worldNodes)
 	}
 	w.expectNothingPasses(t, id)
 
@@ -383,7 +398,9 @@ func TestExerciseNoCCM(t *testing.T) {
 
 	// The wrong way: kubectl taint, then the Node controller on.
 	w.failsNow(t, id, "node-controller-on")
-	w.kubectl(t, "kubectl taint nodes --all node.cloudprovider.kubernetes.io/uninitialized-")
+	for _, name := range workers {
+		w.kubectl(t, "kubectl taint nodes "+name+" node.cloudprovider.kubernetes.io/uninitialized-")
+	}
 	must(t, w.manager.Enable(profile.Node))
 	// Barrier: the Pod runs and the switch is seen; with that, the step
 	// must still fail, because no Node controller removed a taint.

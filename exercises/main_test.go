@@ -17,7 +17,6 @@ import (
 	"github.com/ccmlab/ccmlab/lab/controlplane/cptest"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
 	"github.com/ccmlab/ccmlab/lab/flow"
-	"github.com/ccmlab/ccmlab/lab/profile"
 )
 
 // One real control plane (etcd, kube-apiserver, kube-controller-manager
@@ -26,10 +25,14 @@ var env *cptest.Env
 
 func TestMain(m *testing.M) { cptest.Main(m, &env) }
 
-// world is one lab without the HTTP side: cloud, simulated kubelets, the
-// embedded CCM (with the lbc add-on installed), data plane, flows, and the
-// exercises Service over them. Tests share it and use distinct names.
+// world is one lab without the HTTP side, as `ccmlab serve --addons lbc`
+// builds it (apptest.Serve: the served defaults, a control-plane node with
+// its mirror Pods and the CCM's Pod): cloud, simulated kubelets, the
+// embedded CCM, data plane, flows, and the exercises Service over them.
+// The lbc add-on is the one flag on top of the defaults, for the exercises
+// that need it. Tests share it and use distinct names.
 type world struct {
+	lab     *apptest.Lab
 	cloud   *cloud.Cloud
 	manager *controllers.Manager
 	dp      *dataplane.Dataplane
@@ -44,7 +47,15 @@ var (
 	worldErr  error
 )
 
-const worldNodes = 3
+// worldNodes is the served lab's worker count.
+const worldNodes = sim.DefaultNodes
+
+// servedLab is what the world is built from: `ccmlab serve --addons lbc`.
+func servedLab() sim.Lab {
+	l := sim.DefaultLab()
+	l.Addons = []string{controllers.AddonLBC}
+	return l
+}
 
 func theWorld(t *testing.T) *world {
 	t.Helper()
@@ -58,21 +69,19 @@ func theWorld(t *testing.T) *world {
 }
 
 func startWorld() (*world, error) {
-	p, _ := profile.Get("aws")
-	lab, err := apptest.Start(env, sim.Config{
-		Profile: p, Nodes: worldNodes, Controllers: p.DefaultOn, Addons: []string{controllers.AddonLBC},
-	})
+	l := servedLab()
+	lab, err := apptest.Serve(env, l)
 	if err != nil {
 		return nil, err
 	}
-	w := &world{cloud: lab.Cloud, manager: lab.Manager, dp: lab.Dataplane, obs: lab.Observer}
+	w := &world{lab: lab, cloud: lab.Cloud, manager: lab.Manager, dp: lab.Dataplane, obs: lab.Observer}
 	w.store, err = progress.Open(filepath.Join(env.DataDir, "progress.db"))
 	if err != nil {
 		return nil, err
 	}
 	w.svc, err = New(Config{
-		Env:   check.Env{Client: lab.Client, Cloud: lab.Cloud, Flow: w.obs, Controllers: w.manager, Dataplane: w.dp, Profile: p, History: lab.History},
-		Store: w.store, Nodes: worldNodes, SettleTimeout: 90 * time.Second,
+		Env:   check.Env{Client: lab.Client, Cloud: lab.Cloud, Flow: w.obs, Controllers: w.manager, Dataplane: w.dp, Profile: l.Profile, History: lab.History},
+		Store: w.store, Nodes: l.Nodes, SettleTimeout: 90 * time.Second,
 	})
 	return w, err
 }

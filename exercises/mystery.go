@@ -91,9 +91,9 @@ func causes() []cause {
 			i18n.Text{JA: "すべての Node に node.kubernetes.io/exclude-from-external-load-balancers が付いていました。Service controller は対象ノードが 0 台でも UnAvailableLoadBalancer のイベントを出したうえでロードバランサーを作るので、EXTERNAL-IP は入りますが、ターゲットがありません。ラベルを外すと、ノードの同期がターゲットを登録します。",
 				EN: "Every Node carried node.kubernetes.io/exclude-from-external-load-balancers. With zero eligible nodes the Service controller records UnAvailableLoadBalancer and still ensures the load balancer, so EXTERNAL-IP appears, but the load balancer has no targets. Removing the label lets the node sync register targets."}},
 		{CauseNoInitializedNode,
-			i18n.Text{JA: "初期化された Node が 1 台も無い", EN: "No Node has been initialized"},
-			i18n.Text{JA: "Node controller が止まっていて、新しい VM の Node はどれも uninitialized の taint を持ち、providerID もありませんでした。Service controller の対象ノードの条件 (stableNodeSetPredicates) は Ready も初期化も見ないので、ノードはあると判断してロードバランサーを作り、EXTERNAL-IP は入ります (UnAvailableLoadBalancer も出ません)。しかしプロバイダーは cloud-provider-aws と同じく providerID の無い Node をターゲットにしないので、ターゲットは 0 で、Pod も taint のせいで Pending です。Node controller をオンにすると直ります。",
-				EN: "The Node controller was off: every new VM's Node kept the uninitialized taint and had no providerID. The Service controller's node conditions (stableNodeSetPredicates) check neither Ready nor initialization, so to it there were nodes: it built the load balancer and EXTERNAL-IP appeared (no UnAvailableLoadBalancer either). But the provider, like cloud-provider-aws, leaves Nodes without a providerID out of the targets, so the load balancer has none, and the Pods are Pending on the taint. Switching the Node controller on fixes it."}},
+			i18n.Text{JA: "初期化されたワーカーの Node が 1 台も無い", EN: "No worker Node has been initialized"},
+			i18n.Text{JA: "Node controller が止まっていて、新しいワーカー VM の Node はどれも uninitialized の taint を持ち、providerID もありませんでした (コントロールプレーンの Node はラボの起動時に初期化済みですが、ロードバランサーから除外するラベルが付いています)。Service controller の対象ノードの条件 (stableNodeSetPredicates) は Ready も初期化も見ないので、ノードはあると判断してロードバランサーを作り、EXTERNAL-IP は入ります (UnAvailableLoadBalancer も出ません)。しかしプロバイダーは cloud-provider-aws と同じく providerID の無い Node をターゲットにしないので、ターゲットは 0 で、Pod も taint のせいで Pending です。Node controller をオンにすると直ります。",
+				EN: "The Node controller was off: every new worker VM's Node kept the uninitialized taint and had no providerID (the control-plane Node was initialized when the lab started, but carries the label that excludes it from load balancers). The Service controller's node conditions (stableNodeSetPredicates) check neither Ready nor initialization, so to it there were nodes: it built the load balancer and EXTERNAL-IP appeared (no UnAvailableLoadBalancer either). But the provider, like cloud-provider-aws, leaves Nodes without a providerID out of the targets, so the load balancer has none, and the Pods are Pending on the taint. Switching the Node controller on fixes it."}},
 	}
 }
 
@@ -231,8 +231,19 @@ func (s *Service) plantMystery(ctx context.Context, causeID string) error {
 	if idx < 0 {
 		return validateMysteryCause(causeID)
 	}
+	// Workers serve load balancers; the control-plane node, as kubeadm
+	// leaves it, is excluded from them (and so never a target, whatever
+	// the cause). A previous round, or the student, may have changed either.
 	if err := s.updateNodes(ctx, func(n *corev1.Node) bool {
-		if _, ok := n.Labels[corev1.LabelNodeExcludeBalancers]; !ok {
+		_, ok := n.Labels[corev1.LabelNodeExcludeBalancers]
+		if isControlPlaneNode(n) {
+			if ok {
+				return false
+			}
+			n.Labels[corev1.LabelNodeExcludeBalancers] = ""
+			return true
+		}
+		if !ok {
 			return false
 		}
 		delete(n.Labels, corev1.LabelNodeExcludeBalancers)

@@ -2,6 +2,7 @@ package exercises
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -17,7 +18,9 @@ import (
 
 	"github.com/ccmlab/ccmlab/controllers"
 	"github.com/ccmlab/ccmlab/controllers/lbc"
+	"github.com/ccmlab/ccmlab/controllers/provider"
 	"github.com/ccmlab/ccmlab/exercises/format"
+	"github.com/ccmlab/ccmlab/exercises/progress"
 	"github.com/ccmlab/ccmlab/internal/kube"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/flow"
@@ -83,6 +86,66 @@ func (s *Service) ResetWith(ctx context.Context, id string, opts ResetOptions) e
 		s.markStart(id)
 		return nil
 	}
+	return s.recordedReset(ctx, ex, opts, "")
+}
+
+// recordedReset runs the reset between two records in the progress store:
+// "running" before it touches the lab (found at the next start, it says
+// the lab stopped in the middle: FinishInterrupted), and how it ended
+// after. Both clear the exercise's progress, answers and hidden causes, so
+// a failed reset leaves the exercise at its start, with a note saying why,
+// rather than with the previous round's marks over a lab that is not the
+// exercise's. resumed, when set, is the note of a reset finished at start.
+// Call with mu.
+func (s *Service) recordedReset(ctx context.Context, ex *format.Exercise, opts ResetOptions, resumed string) error {
+	id := ex.ID
+	keys := progressKeys(id)
+	raw, err := json.Marshal(opts)
+	if err != nil {
+		return err
+	}
+	if err := s.cfg.Store.BeginReset(ctx, id, keys, string(raw), s.cfg.Now()); err != nil {
+		return fmt.Errorf("recording the reset: %w", err)
+	}
+	err = s.resetLab(ctx, ex, opts)
+	// The record is written even when ctx ended (a client gone, the
+	// settle timeout): it is what the page shows next.
+	rec := context.WithoutCancel(ctx)
+	if err != nil {
+		if ferr := s.cfg.Store.FailReset(rec, id, keys, string(raw), err.Error(), s.cfg.Now()); ferr != nil {
+			s.cfg.Logger.Error("recording a failed reset", "exercise", id, "err", ferr)
+		}
+		// Evidence from before the failed reset no longer counts, and the
+		// exercise is not checked by itself until a reset went through.
+		seq := s.cfg.Env.History.Mark("reset-failed:" + id)
+		s.runs[id] = &run{startSeq: seq, since: seq}
+		if s.active == id {
+			s.active = ""
+		}
+		return err
+	}
+	state := ""
+	if resumed != "" {
+		state = progress.ResetResumed
+	}
+	if err := s.cfg.Store.EndReset(rec, id, state, resumed, s.cfg.Now()); err != nil {
+		return fmt.Errorf("recording the reset: %w", err)
+	}
+	return nil
+}
+
+// progressKeys are the progress store's keys an exercise's reset clears:
+// its own and, for the diagnosis challenge, the hidden cause.
+func progressKeys(id string) []string {
+	if id == MysteryID {
+		return []string{id, hiddenKey}
+	}
+	return []string{id}
+}
+
+// resetLab is the reset proper (the steps listed on Reset). Call with mu.
+func (s *Service) resetLab(ctx context.Context, ex *format.Exercise, opts ResetOptions) error {
+	id := ex.ID
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.SettleTimeout)
 	defer cancel()
 	env := s.cfg.Env
@@ -98,6 +161,9 @@ func (s *Service) ResetWith(ctx context.Context, id string, opts ResetOptions) e
 		return fmt.Errorf("clearing faults: %w", err)
 	}
 	if err := s.deleteObjects(ctx, ex.Setup.Delete); err != nil {
+		return err
+	}
+	if err := s.deleteOrphanedLoadBalancers(ctx, ex.Setup.Delete); err != nil {
 		return err
 	}
 	nodes := ex.Setup.Nodes
@@ -144,6 +210,12 @@ func (s *Service) ResetWith(ctx context.Context, id string, opts ResetOptions) e
 		}
 	}
 	if err := s.waitFor(ctx, "the lab to settle", func() (bool, string, error) { return s.settled(ctx, nodes, want, ex.Setup.FreshNodes) }); err != nil {
+		return err
+	}
+	// The previous round's Events go last, once the controllers have said
+	// what they had to about the deletions: a student reading the events
+	// of the exercise's objects reads this round's only.
+	if err := s.deleteEvents(ctx, ex.Setup.Delete); err != nil {
 		return err
 	}
 	if err := s.extraReset(ctx, ex, opts); err != nil {
@@ -436,7 +508,9 @@ func (s *Service) settled(ctx context.Context, n int, want map[string]bool, fres
 		return false, "", err
 	}
 	for _, node := range l.Items {
-		if fresh {
+		// The control-plane node was initialized when the lab started and
+		// is never replaced: only the workers are fresh.
+		if fresh && !isControlPlaneNode(&node) {
 			inst, ok := s.cfg.Env.Cloud.LookupInstance(node.Name)
 			if !ok || inst.State != cloud.InstanceRunning {
 				return false, "node " + node.Name + " of a replaced VM is still there", nil
@@ -456,4 +530,74 @@ func (s *Service) settled(ctx context.Context, n int, want map[string]bool, fres
 		}
 	}
 	return true, "", nil
+}
+
+// isControlPlaneNode: the embedded control plane's node (labelled as
+// kubeadm labels it), which exercises leave alone.
+func isControlPlaneNode(n *corev1.Node) bool {
+	_, ok := n.Labels[kubelet.LabelControlPlane]
+	return ok
+}
+
+// deleteOrphanedLoadBalancers deletes the load balancers still tagged for
+// the exercise's Services once those are gone: a load balancer whose
+// Service lost its finalizer by hand is left in the cloud by every
+// controller (nobody owns it any more), and would fail the exercise's
+// "the load balancer is gone" check for good.
+func (s *Service) deleteOrphanedLoadBalancers(ctx context.Context, refs []format.ObjectRef) error {
+	tags := map[string]bool{}
+	for _, ref := range refs {
+		if ref.Kind == "Service" {
+			tags[format.Namespace+"/"+ref.Name] = true
+		}
+	}
+	if len(tags) == 0 {
+		return nil
+	}
+	for _, lb := range s.cfg.Env.Cloud.Snapshot().LoadBalancers {
+		if !tags[lb.Tags[provider.TagServiceName]] && !tags[lb.Tags[lbc.TagStack]] {
+			continue
+		}
+		if err := s.cfg.Env.Cloud.DeleteLoadBalancer(cloud.WithCaller(ctx, ResetCaller), lb.Name); err != nil && !cloud.IsCode(err, cloud.ErrLBNotFound) {
+			return fmt.Errorf("deleting the orphaned load balancer %s: %w", lb.Name, err)
+		}
+	}
+	return nil
+}
+
+// deleteEvents deletes the Events about the exercise's objects (and what
+// shares their name, as a Service's Endpoints) and, for a Deployment, its
+// ReplicaSets' and Pods' (named after it).
+func (s *Service) deleteEvents(ctx context.Context, refs []format.ObjectRef) error {
+	if len(refs) == 0 {
+		return nil
+	}
+	events := s.cfg.Env.Client.CoreV1().Events(format.Namespace)
+	l, err := events.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing events: %w", err)
+	}
+	for _, e := range l.Items {
+		if !aboutObjects(e.InvolvedObject, refs) {
+			continue
+		}
+		if err := events.Delete(ctx, e.Name, metav1.DeleteOptions{}); ignoreNotFound(err) != nil {
+			return fmt.Errorf("deleting event %s: %w", e.Name, err)
+		}
+	}
+	return nil
+}
+
+func aboutObjects(o corev1.ObjectReference, refs []format.ObjectRef) bool {
+	for _, ref := range refs {
+		switch {
+		// By name, whatever the kind: `kubectl get events --field-selector
+		// involvedObject.name=fin` also lists the Endpoints of Service fin.
+		case o.Name == ref.Name:
+			return true
+		case ref.Kind == "Deployment" && (o.Kind == "ReplicaSet" || o.Kind == "Pod") && strings.HasPrefix(o.Name, ref.Name+"-"):
+			return true
+		}
+	}
+	return false
 }

@@ -2,6 +2,7 @@ package exercises
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -162,8 +163,21 @@ type Detail struct {
 	CurrentStep string         `json:"currentStep"`
 	Steps       []StepView     `json:"steps"`
 	Quiz        []QuestionView `json:"quiz"`
+	// Reset is the note the last reset left when it did not simply go
+	// through: it failed (and why), or it was interrupted by a stop of the
+	// lab and finished at the next start. Nil otherwise.
+	Reset *ResetNote `json:"reset,omitempty"`
 	// *MysteryView: mystery-pending's service and causes (mystery.go).
 	*MysteryView
+}
+
+// ResetNote is what the page says about the last reset.
+type ResetNote struct {
+	// State is progress.ResetFailed, progress.ResetResumed or
+	// progress.ResetRunning (a reset is running now).
+	State string    `json:"state"`
+	Note  string    `json:"note,omitempty"`
+	At    time.Time `json:"at"`
 }
 
 // StepView is a step as the page shows it.
@@ -393,6 +407,11 @@ func (s *Service) Get(ctx context.Context, id, lang string) (Detail, error) {
 	for _, q := range ex.Quiz {
 		d.Quiz = append(d.Quiz, questionView(q, answers[q.ID], lang))
 	}
+	if rs, ok, err := s.cfg.Store.Reset(ctx, id); err != nil {
+		return Detail{}, err
+	} else if ok {
+		d.Reset = &ResetNote{State: rs.State, Note: rs.Note, At: rs.At}
+	}
 	if id == MysteryID {
 		mv, err := s.Mystery(ctx, lang)
 		if err != nil {
@@ -488,6 +507,9 @@ func (s *Service) check(ctx context.Context, id, lang string, auto bool) (CheckR
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.resetWentThrough(ctx, id); err != nil {
+		return CheckReport{}, err
+	}
 	steps, err := s.cfg.Store.Steps(ctx, id)
 	if err != nil {
 		return CheckReport{}, err
@@ -633,6 +655,10 @@ func (s *Service) AnswerStep(ctx context.Context, id, step, value, lang string) 
 		s.mu.Unlock()
 		return StepAnswerResult{}, err
 	}
+	if err := s.resetWentThrough(ctx, id); err != nil {
+		s.mu.Unlock()
+		return StepAnswerResult{}, err
+	}
 	for _, before := range ex.Steps[:i] {
 		if !steps[before.ID].Passed() {
 			s.mu.Unlock()
@@ -668,12 +694,82 @@ func (s *Service) AnswerStep(ctx context.Context, id, step, value, lang string) 
 	return res, nil
 }
 
+// resetWentThrough refuses to check an exercise whose last reset failed
+// or is still to be finished: its lab is not the exercise's start, so a
+// step could pass, or fail, for the wrong reason. Call with mu.
+func (s *Service) resetWentThrough(ctx context.Context, id string) error {
+	rs, ok, err := s.cfg.Store.Reset(ctx, id)
+	if err != nil || !ok {
+		return err
+	}
+	switch rs.State {
+	case progress.ResetFailed:
+		return fmt.Errorf("%w: the last reset of %s failed (%s): reset it again", ErrUnavailable, id, rs.Note)
+	case progress.ResetRunning:
+		return fmt.Errorf("%w: the reset of %s was interrupted and is not finished yet", ErrUnavailable, id)
+	}
+	return nil
+}
+
+// FinishInterrupted runs again every reset the progress store says was
+// running when the lab stopped (a crash or kill in the middle leaves the
+// lab half reset: the mystery's Service deleted, no cause planted), with
+// the options it was asked with, and records on the exercise that it was
+// finished at start. Run calls it first; it returns the first error.
+func (s *Service) FinishInterrupted(ctx context.Context) error {
+	running, err := s.cfg.Store.ResetsRunning(ctx)
+	if err != nil {
+		return err
+	}
+	ids := make([]string, 0, len(running))
+	for id := range running {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	var errs []error
+	for _, id := range ids {
+		rs := running[id]
+		ex, ok := s.byID[id]
+		if !ok {
+			// An exercise this version no longer has: forget the record.
+			errs = append(errs, s.cfg.Store.EndReset(ctx, id, "", "", s.cfg.Now()))
+			continue
+		}
+		if why := s.availability(ex); why != "" {
+			errs = append(errs, s.cfg.Store.FailReset(ctx, id, progressKeys(id), rs.Options,
+				"the lab stopped in the middle of this reset, and this lab cannot run the exercise: "+why, s.cfg.Now()))
+			continue
+		}
+		var opts ResetOptions
+		if rs.Options != "" {
+			if err := json.Unmarshal([]byte(rs.Options), &opts); err != nil {
+				opts = ResetOptions{}
+			}
+		}
+		note := fmt.Sprintf("the lab stopped in the middle of the reset of %s at %s; the reset was finished when the lab started again",
+			id, rs.At.Format(time.RFC3339))
+		s.cfg.Logger.Warn("finishing an interrupted reset", "exercise", id)
+		s.mu.Lock()
+		err := s.recordedReset(ctx, ex, opts, note)
+		s.mu.Unlock()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("finishing the interrupted reset of %s: %w", id, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // Run checks, by itself, the exercise the student is on (the last one
 // reset, checked or answered) while it is not done, a moment (Config.AutoCheckDelay) after the lab
 // changed, and every few seconds for what changes without an event
 // (health checks). A step that passed is told to Config.OnProgress. It
 // returns when ctx ends.
 func (s *Service) Run(ctx context.Context) error {
+	// A failure here is on the exercise's page (its reset note); the lab
+	// runs on.
+	if err := s.FinishInterrupted(ctx); err != nil && ctx.Err() == nil {
+		s.cfg.Logger.Error("finishing interrupted resets", "err", err)
+	}
 	wake, stop := s.cfg.Env.History.Subscribe()
 	defer stop()
 	tick := time.NewTicker(3 * time.Second)

@@ -361,6 +361,8 @@ var pageTexts = i18n.Catalog{
 	"ex.badge.done":        {JA: "✓ 完了", EN: "✓ done"},
 	"ex.badge.off":         {JA: "このラボでは不可", EN: "not in this lab"},
 	"ex.unavailable":       {JA: "このラボでは実行できません: {msg}", EN: "This lab cannot run it: {msg}"},
+	"ex.reset.failed":      {JA: "前回のリセットは失敗しました ({msg})。進み具合は最初に戻してあります。もう一度リセットしてください。", EN: "The last reset failed ({msg}). Progress is back at the start: reset again."},
+	"ex.reset.resumed":     {JA: "ラボがリセットの途中で止まったので、次の起動時にリセットを最後まで済ませました。", EN: "The lab stopped in the middle of the reset; the reset was finished when the lab started again."},
 	"ex.check":             {JA: "今すぐチェック", EN: "Check now"},
 	"ex.checking":          {JA: "チェック中…", EN: "Checking…"},
 	"ex.reset":             {JA: "演習をリセット", EN: "Reset exercise"},

@@ -14,6 +14,21 @@ import (
 	"github.com/ccmlab/ccmlab/lab/profile"
 )
 
+// Serve builds the lab `ccmlab serve` builds for l (sim.DefaultLab() is
+// the lab without flags) against env's control plane: the same defaults
+// (sim.Served), a control-plane node with the control plane's mirror Pods
+// and the CCM's Pod, and env's cluster CIDR. Exercises are tested on it,
+// so they are tested on what students get.
+func Serve(env *cptest.Env, l sim.Lab) (*Lab, error) {
+	caCert, caKey, err := env.CP.CA()
+	if err != nil {
+		return nil, err
+	}
+	cfg := sim.Served(l, sim.Embedded{StaticPods: env.CP.StaticPods(), CACertPEM: caCert, CAKeyPEM: caKey})
+	cfg.ClusterCIDR = env.CP.ClusterCIDR()
+	return Start(env, cfg)
+}
+
 // Start builds a simulation against env's control plane from cfg (Profile
 // defaults to aws, RestConfig to env's), runs it until env.Ctx ends, and
 // returns once its caches are synced. A part that fails later ends the
@@ -39,7 +54,7 @@ func Start(env *cptest.Env, cfg sim.Config) (*Lab, error) {
 	env.CP.SetClusterDialer(s.Kubelets.DialNode)
 	g, gctx := errgroup.WithContext(env.Ctx)
 	s.Go(gctx, g)
-	l := &Lab{Sim: s, done: make(chan struct{})}
+	l := &Lab{Sim: s, Config: cfg, done: make(chan struct{})}
 	go func() {
 		l.err = g.Wait()
 		close(l.done)
@@ -53,8 +68,10 @@ func Start(env *cptest.Env, cfg sim.Config) (*Lab, error) {
 // Lab is a running simulation.
 type Lab struct {
 	*sim.Sim
-	done chan struct{}
-	err  error
+	// Config is what the simulation was built from (RestConfig filled in).
+	Config sim.Config
+	done   chan struct{}
+	err    error
 }
 
 // Failed returns the error of the part that ended the simulation, or nil

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ccmlab/ccmlab/app"
+	"github.com/ccmlab/ccmlab/app/sim"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/profile"
 )
@@ -39,7 +40,7 @@ type serveOptions struct {
 }
 
 func defaultServeOptions() *serveOptions {
-	return &serveOptions{listen: "127.0.0.1:8080", dataDir: ".ccmlab", nodes: 3, profile: "aws", token: os.Getenv("CCMLAB_TOKEN")}
+	return &serveOptions{listen: "127.0.0.1:8080", dataDir: ".ccmlab", nodes: sim.DefaultNodes, profile: sim.DefaultProfile, token: os.Getenv("CCMLAB_TOKEN")}
 }
 
 func (o *serveOptions) addFlags(fs *pflag.FlagSet) {
@@ -114,6 +115,19 @@ func parseAddons(v string) ([]string, error) {
 	return nil, fmt.Errorf("--addons %q: unknown add-on (valid: lbc)", v)
 }
 
+// appConfig is the lab the validated options choose, without the
+// callbacks and the logger.
+func (o *serveOptions) appConfig() app.Config {
+	p, _ := profile.Get(o.profile)
+	enabled, _ := p.ParseControllers(o.controllers)
+	addons, _ := parseAddons(o.addons)
+	return app.Config{
+		DataDir: o.dataDir, Profile: p, Controllers: enabled, Addons: addons,
+		Nodes: o.nodes, CloudLatency: o.cloudLatency, Verbosity: o.verbosity, Token: o.token,
+		Kubeconfig: o.kubeconfig, ClusterCIDR: o.clusterCIDR, BareAPIServer: o.bareAPIServer,
+	}
+}
+
 func serve(ctx context.Context, o *serveOptions, out io.Writer) error {
 	if err := o.validate(); err != nil {
 		return err
@@ -142,23 +156,17 @@ func serve(ctx context.Context, o *serveOptions, out io.Writer) error {
 		ln.Close()
 		return err
 	}
-	p, _ := profile.Get(o.profile)
-	enabled, _ := p.ParseControllers(o.controllers)
-	addons, _ := parseAddons(o.addons)
-	lab, err := app.New(ctx, app.Config{
-		DataDir: o.dataDir, Profile: p, Controllers: enabled, Addons: addons,
-		Nodes: o.nodes, CloudLatency: o.cloudLatency, Verbosity: o.verbosity, Token: o.token,
-		Kubeconfig: o.kubeconfig, ClusterCIDR: o.clusterCIDR, BareAPIServer: o.bareAPIServer,
-		Logger: logger,
-		Progress: func(stage string, elapsed time.Duration) {
-			fmt.Fprintf(out, "  %-20s ready after %s\n", stage, elapsed.Round(10*time.Millisecond))
-		},
-		Say: func(line string) { fmt.Fprintln(out, line) },
-		OnReady: func(kubeconfig string) {
-			fmt.Fprintf(out, "ccmlab is ready: http://%s  kubeconfig: %s\n", ln.Addr(), kubeconfig)
-			go gcReady()
-		},
-	})
+	cfg := o.appConfig()
+	cfg.Logger = logger
+	cfg.Progress = func(stage string, elapsed time.Duration) {
+		fmt.Fprintf(out, "  %-20s ready after %s\n", stage, elapsed.Round(10*time.Millisecond))
+	}
+	cfg.Say = func(line string) { fmt.Fprintln(out, line) }
+	cfg.OnReady = func(kubeconfig string) {
+		fmt.Fprintf(out, "ccmlab is ready: http://%s  kubeconfig: %s\n", ln.Addr(), kubeconfig)
+		go gcReady()
+	}
+	lab, err := app.New(ctx, cfg)
 	if err != nil {
 		ln.Close()
 		return err

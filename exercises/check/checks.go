@@ -25,6 +25,7 @@ import (
 	"github.com/ccmlab/ccmlab/lab/dataplane"
 	"github.com/ccmlab/ccmlab/lab/dataplane/tracetext"
 	"github.com/ccmlab/ccmlab/lab/history"
+	"github.com/ccmlab/ccmlab/lab/kubelet"
 )
 
 // Outcome is what one check found: whether it holds and, in both
@@ -93,7 +94,7 @@ type checkKind struct {
 // checkKinds returns the table of kinds. It is built on each call so there
 // is no package-level state.
 func checkKinds() map[string]checkKind {
-	nodesEnum := map[string][]string{"nodes": {"all", "new"}}
+	nodesEnum := map[string][]string{"nodes": {"all", "new", "workers"}}
 	m := map[string]checkKind{
 		"newNodes":               {[]string{"min"}, nil, evalNewNodes, false},
 		"nodesInitialized":       {[]string{"nodes"}, nodesEnum, evalNodesInitialized, false},
@@ -311,10 +312,21 @@ func (e *evalCtx) selectNodes(ctx context.Context, scope string) ([]corev1.Node,
 	if err != nil {
 		return nil, errOutcome(err), false
 	}
-	if scope == "new" {
+	switch scope {
+	case "new":
 		var out []corev1.Node
 		for _, n := range nodes {
 			if inst, ok := e.env.Cloud.LookupInstance(n.Name); ok && e.isNew(inst) {
+				out = append(out, n)
+			}
+		}
+		nodes = out
+	case "workers":
+		// Every Node but the control plane's, which the lab initialized at
+		// start and no exercise replaces.
+		var out []corev1.Node
+		for _, n := range nodes {
+			if _, cp := n.Labels[kubelet.LabelControlPlane]; !cp {
 				out = append(out, n)
 			}
 		}
@@ -324,6 +336,9 @@ func (e *evalCtx) selectNodes(ctx context.Context, scope string) ([]corev1.Node,
 		if scope == "new" {
 			return nil, failf("演習を始めてから起動した VM の Node がまだありません。クラウドのパネルでインスタンスを起動してください。",
 				"no Node yet for a VM launched since the exercise started: launch an instance in the cloud panel."), false
+		}
+		if scope == "workers" {
+			return nil, failf("ワーカーの Node が 1 つもありません。", "there are no worker Nodes."), false
 		}
 		return nil, failf("Node が 1 つもありません。", "there are no Nodes at all."), false
 	}

@@ -6,16 +6,19 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/ccmlab/ccmlab/controllers/provider"
 	"github.com/ccmlab/ccmlab/exercises/format"
 	"github.com/ccmlab/ccmlab/internal/kube"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/flow"
+	"github.com/ccmlab/ccmlab/lab/history"
 )
 
 // Checks of the cluster side: Nodes and their initialization, Pods, and
@@ -258,6 +261,15 @@ func evalNodeNotReady(ctx context.Context, e *evalCtx, _ format.CheckSpec) Outco
 	return failf("終了した VM の Node はもう削除されています。node-lifecycle controller をオフにしてからやり直してください。", "the terminated VM's Node is already deleted: switch the node-lifecycle controller off first, then try again.")
 }
 
+// The node-lifecycle controller (k8s.io/cloud-provider
+// controllers/nodelifecycle) records a Normal DeletingNode Event on the
+// Node, with its UID, right before it deletes a Node whose instance the
+// cloud no longer has; kubectl delete node records none.
+const (
+	reasonDeletingNode      = "DeletingNode"
+	sourceNodeLifecycleCtrl = "cloud-node-lifecycle-controller"
+)
+
 func evalNodeDeleted(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcome {
 	insts := e.terminatedSince(c.Nodes)
 	if len(insts) == 0 {
@@ -272,7 +284,62 @@ func evalNodeDeleted(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcom
 		if !apierrors.IsNotFound(err) {
 			return errOutcome(err)
 		}
+		ok, o := e.deletedByNodeLifecycle(ctx, inst.PrivateDNSName)
+		if !ok {
+			return o
+		}
 		names = append(names, inst.PrivateDNSName)
 	}
-	return passf("終了した VM の Node は削除されました: %s", "the Nodes of terminated VMs were deleted: %s", strings.Join(names, ", "))
+	return passf("終了した VM の Node は node-lifecycle controller が削除しました (DeletingNode イベント): %s",
+		"the node-lifecycle controller deleted the Nodes of terminated VMs (DeletingNode event): %s", strings.Join(names, ", "))
+}
+
+// deletedByNodeLifecycle looks for the node-lifecycle controller's
+// DeletingNode Event on the Node that was deleted: on its UID when the
+// history recorded the deletion, else on its name since the exercise
+// started.
+func (e *evalCtx) deletedByNodeLifecycle(ctx context.Context, name string) (bool, Outcome) {
+	uids := map[string]bool{}
+	entries, _ := e.sinceStart()
+	for _, en := range entries {
+		if o := en.Object; en.Kind == history.KindObject && o.Resource == "nodes" && o.Name == name && o.Verb == history.VerbDeleted {
+			uids[o.UID] = true
+		}
+	}
+	l, err := e.env.Client.CoreV1().Events(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.AndSelectors(
+			fields.OneTermEqualSelector("involvedObject.kind", "Node"),
+			fields.OneTermEqualSelector("involvedObject.name", name),
+			fields.OneTermEqualSelector("reason", reasonDeletingNode),
+		).String(),
+	})
+	if err != nil {
+		return false, errOutcome(err)
+	}
+	for _, ev := range l.Items {
+		// The field selector again: a client may not apply it.
+		if ev.Source.Component != sourceNodeLifecycleCtrl || ev.Reason != reasonDeletingNode || ev.InvolvedObject.Kind != "Node" || ev.InvolvedObject.Name != name {
+			continue
+		}
+		if len(uids) > 0 && uids[string(ev.InvolvedObject.UID)] {
+			return true, Outcome{}
+		}
+		if len(uids) == 0 && !eventTime(&ev).Before(e.start) {
+			return true, Outcome{}
+		}
+	}
+	return false, failf("Node %s は消えましたが、node-lifecycle controller の DeletingNode イベントがありません。kubectl delete node で消した Node は、controller が消したことになりません。",
+		"Node %s is gone, but there is no DeletingNode event from the node-lifecycle controller: a Node deleted with kubectl delete node was not deleted by the controller.", name)
+}
+
+// eventTime is when an Event last happened, whichever fields its recorder
+// set.
+func eventTime(ev *corev1.Event) time.Time {
+	switch {
+	case !ev.LastTimestamp.IsZero():
+		return ev.LastTimestamp.Time
+	case !ev.EventTime.IsZero():
+		return ev.EventTime.Time
+	}
+	return ev.CreationTimestamp.Time
 }

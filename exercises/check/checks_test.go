@@ -236,6 +236,17 @@ func (f *fixture) route(cidr, instID string) {
 	}
 }
 
+// deletingNodeEvent adds the Event the node-lifecycle controller records
+// before it deletes a Node (component: who recorded it).
+func (f *fixture) deletingNodeEvent(node, component string) {
+	f.objs = append(f.objs, &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: node + ".deleting", Namespace: metav1.NamespaceDefault},
+		InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: node, UID: "uid-" + types.UID(node)},
+		Reason:         "DeletingNode", Source: corev1.EventSource{Component: component},
+		LastTimestamp: metav1.NewTime(time.Now()),
+	})
+}
+
 func (f *fixture) terminate(inst cloud.Instance) {
 	if _, err := f.cloud.TerminateInstance(f.ctx, inst.ID); err != nil {
 		f.t.Fatal(err)
@@ -482,11 +493,23 @@ func checkCases() []checkCase {
 		}, false},
 		{"node already deleted", format.CheckSpec{Kind: "nodeNotReady"}, func(f *fixture) { f.terminate(f.launch()) }, false},
 
-		{"node deleted", format.CheckSpec{Kind: "nodeDeleted", Nodes: "new"}, func(f *fixture) {
+		{"node deleted by the node-lifecycle controller", format.CheckSpec{Kind: "nodeDeleted", Nodes: "new"}, func(f *fixture) {
 			a, _ := f.two()
 			f.objs = f.objs[1:] // the Node of a
 			f.terminate(a)
+			f.deletingNodeEvent(a.PrivateDNSName, "cloud-node-lifecycle-controller")
 		}, true},
+		{"node deleted with kubectl", format.CheckSpec{Kind: "nodeDeleted", Nodes: "new"}, func(f *fixture) {
+			a, _ := f.two()
+			f.objs = f.objs[1:] // the Node of a
+			f.terminate(a)
+		}, false},
+		{"node deleted, the event from someone else", format.CheckSpec{Kind: "nodeDeleted", Nodes: "new"}, func(f *fixture) {
+			a, _ := f.two()
+			f.objs = f.objs[1:] // the Node of a
+			f.terminate(a)
+			f.deletingNodeEvent(a.PrivateDNSName, "kubectl")
+		}, false},
 		{"node not deleted", format.CheckSpec{Kind: "nodeDeleted"}, func(f *fixture) {
 			a, _ := f.two()
 			f.terminate(a)

@@ -165,7 +165,7 @@ type CheckSpec struct {
 	Kind string `json:"kind"`
 
 	Name       string   `json:"name,omitempty"`       // a Service or Deployment in default
-	Nodes      string   `json:"nodes,omitempty"`      // "all" (default) or "new"
+	Nodes      string   `json:"nodes,omitempty"`      // "all" (default), "new" or "workers" (all but the control-plane node)
 	Selector   string   `json:"selector,omitempty"`   // a label selector for Pods
 	Reason     string   `json:"reason,omitempty"`     // substring of a Pod's scheduling message, or a flow stuck reason
 	Reasons    []string `json:"reasons,omitempty"`    // event reasons

@@ -84,6 +84,13 @@ CREATE TABLE IF NOT EXISTS step_answer (
 	answered_at INTEGER NOT NULL,
 	PRIMARY KEY (exercise, step)
 );
+CREATE TABLE IF NOT EXISTS reset_state (
+	exercise TEXT PRIMARY KEY,
+	state    TEXT NOT NULL,
+	options  TEXT NOT NULL,
+	note     TEXT NOT NULL,
+	at       INTEGER NOT NULL
+);
 `
 
 // migrations add what older progress files lack; "duplicate column" means
@@ -289,4 +296,117 @@ func (s *Store) RecordStepAnswer(ctx context.Context, exercise, step, value stri
 	}
 	m, err := s.StepAnswers(ctx, exercise)
 	return m[step], err
+}
+
+// States of an exercise's reset that the store keeps (reset_state). A
+// reset that ended well and normally leaves no row.
+const (
+	// ResetRunning: written before the reset touches the lab; found at
+	// start, it means the lab stopped in the middle of that reset.
+	ResetRunning = "running"
+	// ResetFailed: the reset ended with an error; Note says which.
+	ResetFailed = "failed"
+	// ResetResumed: a reset interrupted by a stop was finished at the next
+	// start.
+	ResetResumed = "resumed"
+)
+
+// ResetState is the record of an exercise's last reset.
+type ResetState struct {
+	State string `json:"state"`
+	// Options is what the reset was asked with (JSON), so that an
+	// interrupted one can be run again as it was asked.
+	Options string    `json:"-"`
+	Note    string    `json:"note,omitempty"`
+	At      time.Time `json:"at"`
+}
+
+// clearProgress deletes the step, answer and typed-answer rows of keys.
+func clearProgress(ctx context.Context, tx *sql.Tx, keys []string) error {
+	for _, k := range keys {
+		for _, q := range []string{`DELETE FROM step WHERE exercise = ?`, `DELETE FROM answer WHERE exercise = ?`, `DELETE FROM step_answer WHERE exercise = ?`} {
+			if _, err := tx.ExecContext(ctx, q, k); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// BeginReset records, in one transaction, that a reset of exercise with
+// options is running and clears the progress of keys (the exercise's own
+// and any it keeps apart, like a hidden cause): whatever happens to the
+// reset, nothing of the previous round is left to count.
+func (s *Store) BeginReset(ctx context.Context, exercise string, keys []string, options string, at time.Time) error {
+	return s.endReset(ctx, exercise, keys, ResetRunning, options, "", at)
+}
+
+// FailReset records that the reset failed, with why, and clears the
+// progress of keys again (a part of the reset may have written some).
+func (s *Store) FailReset(ctx context.Context, exercise string, keys []string, options, note string, at time.Time) error {
+	return s.endReset(ctx, exercise, keys, ResetFailed, options, note, at)
+}
+
+// EndReset records how a reset that went through ended: state "" (a
+// normal reset) forgets the record, ResetResumed keeps note for the page.
+func (s *Store) EndReset(ctx context.Context, exercise, state, note string, at time.Time) error {
+	if state == "" {
+		_, err := s.db.ExecContext(ctx, `DELETE FROM reset_state WHERE exercise = ?`, exercise)
+		return err
+	}
+	return s.endReset(ctx, exercise, nil, state, "", note, at)
+}
+
+func (s *Store) endReset(ctx context.Context, exercise string, keys []string, state, options, note string, at time.Time) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := clearProgress(ctx, tx, keys); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO reset_state (exercise, state, options, note, at) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (exercise) DO UPDATE SET state = excluded.state, options = excluded.options, note = excluded.note, at = excluded.at`,
+		exercise, state, options, note, nanos(at)); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// Reset returns the record of the exercise's last reset, if it left one.
+func (s *Store) Reset(ctx context.Context, exercise string) (ResetState, bool, error) {
+	var r ResetState
+	var at sql.NullInt64
+	err := s.db.QueryRowContext(ctx, `SELECT state, options, note, at FROM reset_state WHERE exercise = ?`, exercise).Scan(&r.State, &r.Options, &r.Note, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ResetState{}, false, nil
+	}
+	if err != nil {
+		return ResetState{}, false, err
+	}
+	r.At = fromNanos(at)
+	return r, true, nil
+}
+
+// ResetsRunning lists the exercises whose reset was running when the lab
+// stopped, by id.
+func (s *Store) ResetsRunning(ctx context.Context) (map[string]ResetState, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT exercise, state, options, note, at FROM reset_state WHERE state = ?`, ResetRunning)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]ResetState{}
+	for rows.Next() {
+		var id string
+		var r ResetState
+		var at sql.NullInt64
+		if err := rows.Scan(&id, &r.State, &r.Options, &r.Note, &at); err != nil {
+			return nil, err
+		}
+		r.At = fromNanos(at)
+		out[id] = r
+	}
+	return out, rows.Err()
 }

@@ -285,8 +285,13 @@ export function initExercises({ api, fillConsole }) {
     if (d.latency) meta.push(t("ex.meta.pace", { d: d.latency, now: d.cloudLatency }));
     setText(el.meta, meta.join(" · "));
     setText(el.setup, d.setup);
-    setText(el.unavailable, d.available ? "" : t("ex.unavailable", { msg: d.unavailable || "" }));
-    show(el.unavailable, !d.available);
+    // The same box says when the last reset did not simply go through.
+    const why = [];
+    if (!d.available) why.push(t("ex.unavailable", { msg: d.unavailable || "" }));
+    if (d.reset && d.reset.state === "failed") why.push(t("ex.reset.failed", { msg: d.reset.note || "" }));
+    if (d.reset && d.reset.state === "resumed") why.push(t("ex.reset.resumed"));
+    setText(el.unavailable, why.join(" "));
+    show(el.unavailable, why.length > 0);
     const busy = !!ex.busy;
     el.check.disabled = busy || !d.available || d.steps.length === 0;
     setText(el.check, ex.busy === "check" ? t("ex.checking") : t("ex.check"));

@@ -1,0 +1,73 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/ccmlab/ccmlab/controllers"
+	"github.com/ccmlab/ccmlab/lab/profile"
+)
+
+// The lab `ccmlab serve` builds when given no flags. cmd/ccmlab takes its
+// flag defaults from here and app builds its simulation through Served, and
+// app/apptest builds the test world through them too: an exercise tested
+// on a world that differs from the served lab (no control-plane node, other
+// switches) passes its tests and fails for students, so there is one place.
+const (
+	// DefaultNodes is --nodes: worker instances launched on first start.
+	DefaultNodes = 3
+	// DefaultProfile is --profile.
+	DefaultProfile = "aws"
+	// DefaultNodeStatusUpdateFrequency: a node's addresses are refreshed
+	// once a minute rather than every 5s, so the call log students read is
+	// not a wall of DescribeInstances (upstream refreshes every 5m).
+	DefaultNodeStatusUpdateFrequency = time.Minute
+)
+
+// Lab is what the flags of `ccmlab serve` choose about the simulation.
+type Lab struct {
+	Profile profile.Profile
+	// Controllers on at start, as profile.ParseControllers returns them.
+	Controllers []string
+	Addons      []string
+	Nodes       int
+	// CloudLatency delays every cloud call (--cloud-latency).
+	CloudLatency time.Duration
+}
+
+// DefaultLab is the lab `ccmlab serve` builds without flags: the aws
+// profile with all its controllers on, no add-on, DefaultNodes workers.
+func DefaultLab() Lab {
+	p, err := profile.Get(DefaultProfile)
+	if err != nil {
+		panic(fmt.Sprintf("sim: the default profile %q is unknown: %v", DefaultProfile, err))
+	}
+	on, _ := p.ParseControllers("")
+	return Lab{Profile: p, Controllers: on, Nodes: DefaultNodes}
+}
+
+// Embedded is what the embedded control plane adds to the simulation: a
+// control-plane node whose kubelet keeps the static Pods' mirrors, and the
+// CA that signs the kubelets' serving certificates. Zero for an attached
+// cluster (or the bare apiserver), which gets no control-plane node.
+type Embedded struct {
+	StaticPods          []*v1.Pod
+	CACertPEM, CAKeyPEM []byte
+}
+
+// Served is the simulation's Config as `ccmlab serve` builds it for l on a
+// control plane (emb), without the wiring only the binary has (RestConfig,
+// ClusterCIDR, state path, callbacks, logger, log store): app sets those,
+// app/apptest sets the test control plane's.
+func Served(l Lab, emb Embedded) Config {
+	return Config{
+		Profile: l.Profile, Nodes: l.Nodes, CloudLatency: l.CloudLatency,
+		Controllers: slices.Clone(l.Controllers), Addons: slices.Clone(l.Addons),
+		Tuning:           controllers.Tuning{NodeStatusUpdateFrequency: DefaultNodeStatusUpdateFrequency},
+		ControlPlaneNode: emb.StaticPods != nil, StaticPods: emb.StaticPods,
+		CACertPEM: emb.CACertPEM, CAKeyPEM: emb.CAKeyPEM,
+	}
+}
