@@ -145,11 +145,13 @@ func checkDuplicates(body []byte) *Error {
 		}
 		if top.object {
 			if top.key {
+				// encoding/json matches fields without regard to case, so
+				// "enabled" and "Enabled" are the same field twice.
 				k, _ := tok.(string)
-				if top.keys[k] {
-					return bad(http.StatusBadRequest, "malformed JSON: key %q appears twice in one object", k)
+				if top.keys[strings.ToLower(k)] {
+					return bad(http.StatusBadRequest, "malformed JSON: key %q appears twice in one object (keys are matched without regard to case)", k)
 				}
-				top.keys[k] = true
+				top.keys[strings.ToLower(k)] = true
 				top.key = false
 			} else {
 				top.key = true

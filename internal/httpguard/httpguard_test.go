@@ -122,6 +122,7 @@ func TestDecodeJSON(t *testing.T) {
 		{"dup key", "application/json", `{"a":true,"a":false}`, DecodeOptions{}, 400, `key "a" appears twice`},
 		{"nested dup key", "application/json", `{"d":{"e":1,"e":2}}`, DecodeOptions{}, 400, `key "e" appears twice`},
 		{"dup after nested", "application/json", `{"d":{"e":1},"d":null}`, DecodeOptions{}, 400, `key "d" appears twice`},
+		{"case-folded dup key", "application/json", `{"a":true,"A":false}`, DecodeOptions{}, 400, `key "A" appears twice`},
 		{"same key in two objects", "application/json", `{"b":[],"d":{"e":1}}`, DecodeOptions{}, 0, ""},
 		{"trailing", "application/json", `{"a":true} x`, DecodeOptions{}, 400, "malformed JSON"},
 		{"two values", "application/json", `{"a":true}{}`, DecodeOptions{}, 400, "more than one value"},
