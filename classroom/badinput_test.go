@@ -181,7 +181,7 @@ func TestPortalBadInput(t *testing.T) {
 		cases = append(cases,
 			portalCase{name + "unknown student", rt.method, rt.path, strings.Replace(rt.body, `"alice"`, `"mallory"`, 1), with(teacher, "Content-Type", "application/json"), 400, `no student "mallory"`},
 			portalCase{name + "student twice", rt.method, rt.path, strings.Replace(rt.body, `"alice"`, `"alice","alice"`, 1), with(teacher, "Content-Type", "application/json"), 400, "named twice"},
-			portalCase{name + "students not a list", rt.method, rt.path, strings.Replace(rt.body, `["alice"]`, `"alice"`, 1), with(teacher, "Content-Type", "application/json"), 400, `field "students" must be`},
+			portalCase{name + "students not a list", rt.method, rt.path, strings.Replace(rt.body, `["alice"]`, `"alice"`, 1), with(teacher, "Content-Type", "application/json"), 400, `students" must be []string`},
 		)
 	}
 	tjs := with(teacher, "Content-Type", "application/json")
