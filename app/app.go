@@ -54,6 +54,10 @@ type Config struct {
 	Verbosity int
 	// Token, when set, is required on every HTTP request.
 	Token string
+	// Listen is the HTTP listen address and AllowedHosts the further
+	// names the lab answers to (--allow-host); any other Host is refused.
+	Listen       string
+	AllowedHosts []string
 
 	// Kubeconfig, when set, attaches to that existing cluster instead of
 	// embedding a control plane; ClusterCIDR is its Pod network (default
@@ -163,7 +167,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if a.dataDir, a.unlock, err = lockDataDir(cfg.DataDir); err != nil {
 		return nil, err
 	}
-	a.srv, err = server.New(server.Config{Logger: cfg.Logger, Token: cfg.Token, Assets: assets, DataDir: a.dataDir, Files: cfg.Files})
+	a.srv, err = server.New(server.Config{Logger: cfg.Logger, Token: cfg.Token, Assets: assets, DataDir: a.dataDir, Files: cfg.Files, Listen: cfg.Listen, AllowedHosts: cfg.AllowedHosts})
 	if err != nil {
 		a.Close()
 		return nil, err

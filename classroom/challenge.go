@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
+	"strings"
 )
 
 // challengeExercise is the lab's diagnosis challenge: its reset leaves a
@@ -105,6 +107,25 @@ func (c *Classroom) challengeCauses(w http.ResponseWriter, r *http.Request) {
 	jsonError(w, http.StatusConflict, "no lab is running to ask for the challenge's causes: the list appears once a student's lab is ready")
 }
 
+// labCauses are the challenge's causes as the first running lab lists
+// them; ok is false when no lab runs or none answers.
+func (c *Classroom) labCauses(r *http.Request) (causes []Cause, askedOf string, ok bool) {
+	for _, s := range c.cfg.Students {
+		state, addr := c.backend.Status(s)
+		if state != stateReady {
+			continue
+		}
+		b, err := c.class.labRaw(r.Context(), s, addr, http.MethodGet, "/api/exercises/"+challengeExercise, nil)
+		if err != nil {
+			continue
+		}
+		if causes, err := parseCauses(b); err == nil {
+			return causes, s, true
+		}
+	}
+	return nil, "", false
+}
+
 // actionChallenge starts the diagnosis challenge in the chosen labs:
 // {"cause": "<id>", "students": [...]}; no cause: each lab picks one at
 // random.
@@ -119,6 +140,21 @@ func (c *Classroom) actionChallenge(w http.ResponseWriter, r *http.Request) {
 	if req.Cause != "" && !causeRE.MatchString(req.Cause) {
 		jsonError(w, http.StatusBadRequest, fmt.Sprintf("cause %q: give a cause's id from GET /api/challenge, or none for a random one", req.Cause))
 		return
+	}
+	if !c.knownStudents(w, req.Students) {
+		return
+	}
+	if req.Cause != "" {
+		// An unknown cause is refused here, not by each lab after the
+		// portal said 200.
+		if causes, asked, ok := c.labCauses(r); ok && !slices.ContainsFunc(causes, func(k Cause) bool { return k.ID == req.Cause }) {
+			ids := make([]string, 0, len(causes))
+			for _, k := range causes {
+				ids = append(ids, k.ID)
+			}
+			jsonError(w, http.StatusBadRequest, fmt.Sprintf("cause %q: %s's lab knows %s", req.Cause, asked, strings.Join(ids, ", ")))
+			return
+		}
 	}
 	body := map[string]string{}
 	if req.Cause != "" {

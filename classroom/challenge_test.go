@@ -79,8 +79,9 @@ func TestChallenge(t *testing.T) {
 	c.backend = fakeBackend{addrs: map[string]string{"alice": aliceAddr, "bob": bobAddr, "old": oldAddr}}
 	c.class.status = c.backend.Status
 	call := func(method, path, body string) (int, string) {
-		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		req := httptest.NewRequest(method, "http://localhost"+path, strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer instructor-secret")
+		req.Header.Set("Content-Type", "application/json")
 		rec := httptest.NewRecorder()
 		c.Handler().ServeHTTP(rec, req)
 		return rec.Code, rec.Body.String()

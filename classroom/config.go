@@ -28,6 +28,12 @@ type Config struct {
 	// PublicURL is how students reach the portal, for the links in
 	// students.csv; default http://<listen address>.
 	PublicURL string
+	// Listen is the portal's listen address, and AllowedHosts the further
+	// names it answers to (--allow-host): with PublicURL's host and the
+	// loopback names, the only Hosts the portal serves (421 otherwise).
+	// An empty Listen is taken from the listener Run is given.
+	Listen       string
+	AllowedHosts []string
 
 	// Lab is what every student's lab runs with.
 	Lab LabOptions

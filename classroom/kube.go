@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -293,12 +294,25 @@ func (b *kubeBackend) apply(ctx context.Context, s string, opts metav1.ApplyOpti
 	return nil
 }
 
+// labArgs are the lab's flags: the class's, and the host of its Service
+// as the portal reaches it (LabAddr), which the lab must answer to (its
+// readiness probe comes by the Pod's IP, which its wildcard --listen
+// allows).
+func (b *kubeBackend) labArgs(s string) []string {
+	args := b.cfg.Lab.args()
+	host, _, err := net.SplitHostPort(b.opts.LabAddr(b.opts.Namespace, ObjectName(s)))
+	if err == nil && host != "" && net.ParseIP(host) == nil && host != "localhost" {
+		args = append(args, "--allow-host", host)
+	}
+	return args
+}
+
 // deployment is one lab: a single replica (etcd inside owns the volume, so
 // never two at once: Recreate), hardened as deploy/ccmlab.yaml is.
 func (b *kubeBackend) deployment(s string, vol *corev1ac.VolumeApplyConfiguration) *appsv1ac.DeploymentApplyConfiguration {
 	name, lbl := ObjectName(s), studentLabels(s)
 	ctr := corev1ac.Container().WithName("ccmlab").WithImage(b.opts.Image).
-		WithArgs(b.cfg.Lab.args()...).
+		WithArgs(b.labArgs(s)...).
 		WithPorts(corev1ac.ContainerPort().WithName("http").WithContainerPort(labPort)).
 		WithEnv(corev1ac.EnvVar().WithName("CCMLAB_TOKEN").WithValueFrom(corev1ac.EnvVarSource().
 			WithSecretKeyRef(corev1ac.SecretKeySelector().WithName(name).WithKey("token")))).

@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -278,8 +280,7 @@ func (b *localBackend) runOnce(l *localLab, ready, done chan struct{}) {
 		return
 	}
 	defer logf.Close()
-	args := append([]string{"serve", "--listen", addr, "--data-dir", l.dir, "--token", l.token}, b.cfg.Lab.args()...)
-	cmd := exec.Command(b.cfg.Binary, args...)
+	cmd := b.command(l, addr)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Its own process group, so stopping it reaches everything it runs;
 	// Pdeathsig so it goes when the portal dies without a chance to stop it
@@ -360,6 +361,21 @@ func (b *localBackend) runOnce(l *localLab, ready, done chan struct{}) {
 		close(readyAgain)
 	}()
 }
+
+// command is the lab's "ccmlab serve". The student's token goes in its
+// environment (CCMLAB_TOKEN), not its arguments: anyone on the machine can
+// read a process's command line (ps), only its user its environment. The
+// portal's own CCMLAB_TOKEN (the instructor's) is not passed on.
+func (b *localBackend) command(l *localLab, addr string) *exec.Cmd {
+	args := append([]string{"serve", "--listen", addr, "--data-dir", l.dir}, b.cfg.Lab.args()...)
+	cmd := exec.Command(b.cfg.Binary, args...)
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, tokenEnv+"=") })
+	cmd.Env = append(env, tokenEnv+"="+l.token)
+	return cmd
+}
+
+// tokenEnv is the variable "ccmlab serve" reads its token from.
+const tokenEnv = "CCMLAB_TOKEN"
 
 // waitHealthy polls the lab's /healthz until it answers 200, the process
 // exits, or StartTimeout passes.

@@ -14,7 +14,10 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/ccmlab/ccmlab/internal/httpguard"
 )
 
 const (
@@ -29,6 +32,9 @@ type Classroom struct {
 	backend Backend
 	class   *class
 	mux     *http.ServeMux
+	// guard checks Host, cross-origin and query before the mux; Run
+	// replaces it once the listen address is known.
+	guard atomic.Pointer[httpguard.Guard]
 	// runCtx is set by Run: watchers of labs live no longer than it.
 	runCtx context.Context
 	mu     sync.Mutex
@@ -86,6 +92,11 @@ func New(cfg Config) (*Classroom, error) {
 		c.backend = newLocalBackend(&c.cfg, t, onReady)
 	}
 	c.class.status = c.backend.Status
+	g, err := httpguard.New(httpguard.Config{Listen: cfg.Listen, PublicURL: cfg.PublicURL, AllowedHosts: cfg.AllowedHosts})
+	if err != nil {
+		return nil, err
+	}
+	c.guard.Store(g)
 	c.routes()
 	return c, nil
 }
@@ -96,8 +107,14 @@ func (c *Classroom) InstructorToken() string { return c.tokens.instructor }
 // StudentToken is the student's own token.
 func (c *Classroom) StudentToken(name string) string { return c.tokens.students[name] }
 
-// Handler serves the portal.
-func (c *Classroom) Handler() http.Handler { return c.mux }
+// Handler serves the portal: every request passes the guard (its Host is
+// the portal's, no cross-origin mutation or websocket, no repeated query
+// parameter) before the routes, the students' labs included.
+func (c *Classroom) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c.guard.Load().Handler(c.mux).ServeHTTP(w, r)
+	})
+}
 
 // Run serves the portal on ln until ctx ends, then stops every lab.
 func (c *Classroom) Run(ctx context.Context, ln net.Listener) error {
@@ -108,6 +125,13 @@ func (c *Classroom) Run(ctx context.Context, ln net.Listener) error {
 	if base == "" {
 		base = "http://" + ln.Addr().String()
 	}
+	if c.cfg.Listen == "" {
+		g, err := httpguard.New(httpguard.Config{Listen: ln.Addr().String(), PublicURL: c.cfg.PublicURL, AllowedHosts: c.cfg.AllowedHosts})
+		if err != nil {
+			return err
+		}
+		c.guard.Store(g)
+	}
 	if err := writeStudentsCSV(filepath.Join(c.cfg.DataDir, "students.csv"), base, c.cfg.Students, c.tokens); err != nil {
 		return fmt.Errorf("writing students.csv: %w", err)
 	}
@@ -115,7 +139,7 @@ func (c *Classroom) Run(ctx context.Context, ln net.Listener) error {
 		return err
 	}
 	srv := &http.Server{
-		Handler:           c.mux,
+		Handler:           c.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
@@ -191,11 +215,7 @@ func (c *Classroom) studentsCSV(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(b)
 }
 
-func jsonError(w http.ResponseWriter, code int, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
-}
+func jsonError(w http.ResponseWriter, code int, msg string) { httpguard.WriteError(w, code, msg) }
 
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
@@ -248,11 +268,14 @@ func (c *Classroom) who(r *http.Request, studentToken string) (role, string) {
 
 // remember turns a ?token= link into a cookie, so the page's own requests
 // (fetches, the websocket) carry the token without it in every URL.
-func remember(w http.ResponseWriter, r *http.Request, rl role, tok, studentPath string) {
+func (c *Classroom) remember(w http.ResponseWriter, r *http.Request, rl role, tok, studentPath string) {
 	if r.URL.Query().Get("token") != tok {
 		return
 	}
-	ck := &http.Cookie{Value: tok, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil}
+	// Behind a TLS-terminating proxy r.TLS is nil: the public URL says
+	// whether browsers reach the portal over https.
+	secure := r.TLS != nil || strings.HasPrefix(strings.ToLower(c.cfg.PublicURL), "https://")
+	ck := &http.Cookie{Value: tok, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secure}
 	if rl == roleStudent {
 		ck.Name, ck.Path = studentCookie, studentPath
 	} else {
@@ -270,8 +293,8 @@ func refuse(w http.ResponseWriter, rl role) {
 	jsonError(w, http.StatusForbidden, "this token does not open this page")
 }
 
-// instructor guards the dashboard and its API. Mutations must come from
-// the portal's own pages (or from clients that send no Origin).
+// instructor guards the dashboard and its API (the guard has refused
+// cross-origin mutations already).
 func (c *Classroom) instructor(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		rl, tok := c.who(r, "")
@@ -279,37 +302,29 @@ func (c *Classroom) instructor(h http.HandlerFunc) http.HandlerFunc {
 			refuse(w, rl)
 			return
 		}
-		if r.Method != http.MethodGet && r.Method != http.MethodHead && !sameOrigin(r) {
-			jsonError(w, http.StatusForbidden, "cross-origin request refused")
-			return
-		}
-		remember(w, r, rl, tok, "")
+		c.remember(w, r, rl, tok, "")
 		h(w, r)
 	}
 }
 
-func sameOrigin(r *http.Request) bool {
-	if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
-		return false
-	}
-	if origin := r.Header.Get("Origin"); origin != "" {
-		u, err := url.Parse(origin)
-		return err == nil && strings.EqualFold(u.Host, r.Host)
-	}
-	return true
-}
-
-// student proxies /s/<name>/... to the student's lab.
+// student proxies /s/<name>/... to the student's lab. A name not in the
+// class is answered as a known one is until a token opens it (401 without
+// one, 403 with a wrong one): the portal does not tell who is in the class.
 func (c *Classroom) student(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	want, ok := c.tokens.students[name]
-	if !ok || !c.known(name) {
-		jsonError(w, http.StatusNotFound, fmt.Sprintf("no student %q in this class", name))
-		return
+	known := c.known(name)
+	want := ""
+	if known {
+		want = c.tokens.students[name]
 	}
 	rl, tok := c.who(r, want)
 	if rl != roleStudent && rl != roleInstructor {
 		refuse(w, rl)
+		return
+	}
+	if !known {
+		// Only the instructor's token gets here.
+		jsonError(w, http.StatusNotFound, fmt.Sprintf("no student %q in this class", name))
 		return
 	}
 	// The instructor looks, the student acts: an instructor who could
@@ -320,7 +335,7 @@ func (c *Classroom) student(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	prefix := "/s/" + name
-	remember(w, r, rl, tok, prefix+"/")
+	c.remember(w, r, rl, tok, prefix+"/")
 	end := func() {}
 	if rl == roleStudent {
 		// Only the student's own requests keep the lab from idling out.
@@ -345,9 +360,10 @@ func (c *Classroom) known(name string) bool {
 }
 
 // proxy forwards to the lab at addr with the prefix stripped and the
-// student's token as the bearer. The Host stays the portal's, so the lab's
-// same-origin checks (mutations, the websocket) compare the browser's
-// Origin with the host the browser sees.
+// student's token as the bearer. The lab is asked by its own address (the
+// Host it answers to); the portal's guard has already checked the
+// browser's Origin against the portal's Host, so the Origin, which names
+// the portal, is not passed on for the lab to compare with its own.
 func (c *Classroom) proxy(name, addr, prefix string) *httputil.ReverseProxy {
 	target := &url.URL{Scheme: "http", Host: addr}
 	token := c.tokens.students[name]
@@ -361,8 +377,8 @@ func (c *Classroom) proxy(name, addr, prefix string) *httputil.ReverseProxy {
 				pr.Out.URL.RawQuery = q.Encode()
 			}
 			pr.SetURL(target)
-			pr.Out.Host = pr.In.Host
 			pr.SetXForwarded()
+			pr.Out.Header.Del("Origin")
 			pr.Out.Header.Set("Authorization", "Bearer "+token)
 			// The portal's cookies stay at the portal.
 			pr.Out.Header.Del("Cookie")

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/ccmlab/ccmlab/internal/httpguard"
 	"github.com/ccmlab/ccmlab/lab/flow"
 	"github.com/ccmlab/ccmlab/server/stream"
 )
@@ -551,6 +553,24 @@ type actionTarget struct {
 	Students []string `json:"students"`
 }
 
+// knownStudents refuses (400) a target list naming someone not in the
+// class, or someone twice, before anything is sent to any lab.
+func (c *Classroom) knownStudents(w http.ResponseWriter, students []string) bool {
+	seen := map[string]bool{}
+	for _, s := range students {
+		if !c.known(s) {
+			jsonError(w, http.StatusBadRequest, fmt.Sprintf("no student %q in this class", s))
+			return false
+		}
+		if seen[s] {
+			jsonError(w, http.StatusBadRequest, fmt.Sprintf("student %q is named twice", s))
+			return false
+		}
+		seen[s] = true
+	}
+	return true
+}
+
 // each runs fn on every targeted lab that is running, in parallel. A lab
 // that is not running is reported, not started: resetting a class should
 // not start thirty labs.
@@ -584,14 +604,48 @@ func (c *Classroom) each(ctx context.Context, students []string, fn func(ctx con
 	return out, nil
 }
 
+// decodeBody reads an action's body with httpguard.DecodeJSON (64 KiB,
+// application/json, no duplicate keys, no unknown fields), answering the
+// refusal itself.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		jsonError(w, http.StatusBadRequest, "bad JSON body: "+err.Error())
+	if e := httpguard.DecodeJSON(w, r, v, httpguard.DecodeOptions{}); e != nil {
+		jsonError(w, e.Code, e.Msg)
 		return false
 	}
 	return true
+}
+
+// exerciseRE is the shape of an exercise id.
+var exerciseRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+
+// knownExercises are the class's exercise ids: the dashboard's columns,
+// else what the first running lab lists; nil when no lab has said (then
+// no lab runs, and an action reaches none).
+func (c *Classroom) knownExercises(ctx context.Context) []string {
+	c.class.mu.Lock()
+	var ids []string
+	for _, ex := range c.class.exercises {
+		ids = append(ids, ex.ID)
+	}
+	c.class.mu.Unlock()
+	if ids != nil {
+		return ids
+	}
+	for _, s := range c.cfg.Students {
+		state, addr := c.backend.Status(s)
+		if state != stateReady {
+			continue
+		}
+		var list []summary
+		if err := c.class.labJSON(ctx, s, addr, http.MethodGet, "/api/exercises", nil, &list); err != nil {
+			continue
+		}
+		for _, ex := range list {
+			ids = append(ids, ex.ID)
+		}
+		return ids
+	}
+	return nil
 }
 
 // actionReset resets one exercise in the chosen labs:
@@ -606,6 +660,17 @@ func (c *Classroom) actionReset(w http.ResponseWriter, r *http.Request) {
 	}
 	if req.Exercise == "" {
 		jsonError(w, http.StatusBadRequest, `say which exercise: {"exercise": "<id>"}`)
+		return
+	}
+	if !exerciseRE.MatchString(req.Exercise) {
+		jsonError(w, http.StatusBadRequest, fmt.Sprintf("exercise %q: give an exercise's id, like node-init", req.Exercise))
+		return
+	}
+	if !c.knownStudents(w, req.Students) {
+		return
+	}
+	if ids := c.knownExercises(r.Context()); ids != nil && !slices.Contains(ids, req.Exercise) {
+		jsonError(w, http.StatusNotFound, fmt.Sprintf("no exercise %q in the class's labs (they have %s)", req.Exercise, strings.Join(ids, ", ")))
 		return
 	}
 	res, err := c.each(r.Context(), req.Students, func(ctx context.Context, name, addr string) error {
@@ -631,6 +696,9 @@ func (c *Classroom) actionLatency(w http.ResponseWriter, r *http.Request) {
 	d, err := time.ParseDuration(req.Latency)
 	if err != nil || d < 0 || d > time.Minute {
 		jsonError(w, http.StatusBadRequest, fmt.Sprintf("latency %q: want a duration from 0s to 1m, like \"2s\"", req.Latency))
+		return
+	}
+	if !c.knownStudents(w, req.Students) {
 		return
 	}
 	res, err := c.each(r.Context(), req.Students, func(ctx context.Context, name, addr string) error {

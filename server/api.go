@@ -1,19 +1,15 @@
 package server
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/ccmlab/ccmlab/exercises"
 	"github.com/ccmlab/ccmlab/exercises/console"
+	"github.com/ccmlab/ccmlab/internal/httpguard"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/flow"
 	"github.com/ccmlab/ccmlab/lab/profile"
@@ -39,10 +35,6 @@ type Lab struct {
 
 // SetLab makes the API answer.
 func (s *Server) SetLab(l *Lab) { s.lab.Store(l) }
-
-// maxBody bounds JSON request bodies; the largest legitimate one (faults)
-// is a few hundred bytes.
-const maxBody = 64 << 10
 
 func (s *Server) routes() {
 	// Routes are added one by one rather than through an echo Group: a
@@ -100,44 +92,21 @@ func badRequest(format string, args ...any) error {
 	return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf(format, args...))
 }
 
-// decode reads a JSON body strictly: bounded size, no unknown fields, one
-// value only. Every failure says what was wrong.
+// decode reads a JSON body strictly (httpguard.DecodeJSON): bounded
+// size, application/json, no duplicate keys, no unknown fields, one value
+// only. Every failure says what was wrong.
 func decode(c echo.Context, dst any) error {
-	r := c.Request()
-	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
-		return echo.NewHTTPError(http.StatusUnsupportedMediaType, fmt.Sprintf("body must be application/json, not %s", ct))
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), r.Body, maxBody))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return echo.NewHTTPError(http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", maxBody))
-		}
-		return badRequest("reading body: %v", err)
-	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		return badRequest("a JSON body is required")
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		var syntax *json.SyntaxError
-		var typ *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &syntax):
-			return badRequest("malformed JSON at byte %d: %v", syntax.Offset, err)
-		case errors.As(err, &typ):
-			return badRequest("field %q must be %s, not %s", typ.Field, typ.Type, typ.Value)
-		case errors.Is(err, io.ErrUnexpectedEOF):
-			return badRequest("malformed JSON: the body ends too early")
-		case strings.HasPrefix(err.Error(), "json: unknown field"):
-			return badRequest("%s", strings.TrimPrefix(err.Error(), "json: "))
-		default:
-			return badRequest("invalid body: %v", err)
-		}
-	}
-	if dec.More() {
-		return badRequest("malformed JSON: more than one value in the body")
+	return decodeWith(c, dst, httpguard.DecodeOptions{})
+}
+
+// decodeOptional is decode for a body that may be empty.
+func decodeOptional(c echo.Context, dst any) error {
+	return decodeWith(c, dst, httpguard.DecodeOptions{Optional: true})
+}
+
+func decodeWith(c echo.Context, dst any, opts httpguard.DecodeOptions) error {
+	if e := httpguard.DecodeJSON(c.Response(), c.Request(), dst, opts); e != nil {
+		return echo.NewHTTPError(e.Code, e.Msg)
 	}
 	return nil
 }

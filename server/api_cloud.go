@@ -47,10 +47,8 @@ func cloudError(err error) error {
 func (s *Server) launchInstance(c echo.Context) error {
 	var req launchRequest
 	// The body is optional: an empty POST launches a default instance.
-	if c.Request().ContentLength != 0 {
-		if err := decode(c, &req); err != nil {
-			return err
-		}
+	if err := decodeOptional(c, &req); err != nil {
+		return err
 	}
 	inst, err := s.l().Cloud.RunInstance(userCtx(c), cloud.RunInstanceInput{Zone: req.Zone, InstanceType: req.InstanceType})
 	if err != nil {

@@ -80,10 +80,8 @@ func (s *Server) resetExercise(c echo.Context) error {
 	// The body is optional: {"cause": "..."} names a diagnosis
 	// challenge's hidden cause.
 	var opts exercises.ResetOptions
-	if c.Request().ContentLength != 0 {
-		if err := decode(c, &opts); err != nil {
-			return err
-		}
+	if err := decodeOptional(c, &opts); err != nil {
+		return err
 	}
 	if err := ex.ResetWith(c.Request().Context(), c.Param("id"), opts); err != nil {
 		return exerciseError(err)

@@ -117,10 +117,15 @@ func (l *testLab) do(r req) (int, string) {
 		body = strings.NewReader(r.body)
 	}
 	hr := httptest.NewRequest(r.method, r.path, body)
+	hr.Host = "localhost:8080" // httptest's example.com is not the lab's
 	if r.body != "" {
 		hr.Header.Set("Content-Type", "application/json")
 	}
 	for k, v := range r.header {
+		if k == "Host" {
+			hr.Host = v
+			continue
+		}
 		hr.Header.Set(k, v)
 	}
 	rec := httptest.NewRecorder()
@@ -188,7 +193,7 @@ func TestAPI(t *testing.T) {
 		{"wrong content type", req{method: "PUT", path: "/api/controllers/node", body: `x`, header: map[string]string{"Content-Type": "text/plain"}}, 415, "application/json"},
 		{"cross-origin mutation", req{method: "PUT", path: "/api/controllers/node", body: `{"enabled":false}`, header: map[string]string{"Origin": "http://evil.example"}}, 403, "cross-origin request refused"},
 		{"cross-site fetch", req{method: "POST", path: "/api/cloud/instances", header: map[string]string{"Sec-Fetch-Site": "cross-site"}}, 403, "cross-origin"},
-		{"same-origin mutation", req{method: "PUT", path: "/api/controllers/nodelifecycle", body: `{"enabled":false}`, header: map[string]string{"Origin": "http://example.com"}}, 200, `"nodelifecycle":false`},
+		{"same-origin mutation", req{method: "PUT", path: "/api/controllers/nodelifecycle", body: `{"enabled":false}`, header: map[string]string{"Origin": "http://localhost:8080"}}, 200, `"nodelifecycle":false`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -241,7 +246,7 @@ func TestControllerBusy(t *testing.T) {
 	l := newTestLab(t, "")
 	l.ctrl.busy = "node"
 	_ = l.ctrl.set("node", false)
-	hr := httptest.NewRequest("PUT", "/api/controllers/node", strings.NewReader(`{"enabled":true}`))
+	hr := httptest.NewRequest("PUT", "http://localhost/api/controllers/node", strings.NewReader(`{"enabled":true}`))
 	hr.Header.Set("Content-Type", "application/json")
 	rec := httptest.NewRecorder()
 	l.srv.ServeHTTP(rec, hr)
@@ -291,7 +296,7 @@ func TestStartingLabAnswers503(t *testing.T) {
 	}
 	for _, path := range []string{"/healthz", "/api/state", "/ws"} {
 		rec := httptest.NewRecorder()
-		srv.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		srv.ServeHTTP(rec, httptest.NewRequest("GET", "http://127.0.0.1:8080"+path, nil))
 		if rec.Code != http.StatusServiceUnavailable {
 			t.Errorf("%s = %d, want 503", path, rec.Code)
 		}

@@ -3,7 +3,6 @@ package server
 import (
 	"crypto/subtle"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -37,28 +36,4 @@ func (s *Server) auth(next echo.HandlerFunc) echo.HandlerFunc {
 
 func (s *Server) tokenOK(got string) bool {
 	return subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.Token)) == 1
-}
-
-// sameOrigin refuses mutations a browser sends on behalf of another site
-// (and websocket upgrades from one), so a page elsewhere cannot switch the
-// student's controllers off. Requests without an Origin (curl, kubectl-style
-// clients) are allowed; the token guards those when the lab is exposed.
-func (s *Server) sameOrigin(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		r := c.Request()
-		safe := r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodOptions
-		if safe && !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
-			return next(c)
-		}
-		if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
-			return echo.NewHTTPError(http.StatusForbidden, "cross-origin request refused")
-		}
-		if origin := r.Header.Get("Origin"); origin != "" {
-			u, err := url.Parse(origin)
-			if err != nil || !strings.EqualFold(u.Host, r.Host) {
-				return echo.NewHTTPError(http.StatusForbidden, "cross-origin request refused: origin "+origin+" is not "+r.Host)
-			}
-		}
-		return next(c)
-	}
 }

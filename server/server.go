@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/ccmlab/ccmlab/internal/datafs"
+	"github.com/ccmlab/ccmlab/internal/httpguard"
 )
 
 // Controllers is the CCM manager as the server sees it.
@@ -33,6 +34,11 @@ type Config struct {
 	// again (diskfull.go); Files writes the probe (default datafs.OS{}).
 	DataDir string
 	Files   datafs.Writer
+	// Listen is the address the server listens on, and AllowedHosts more
+	// names it answers to (--allow-host): a request whose Host is none of
+	// them, nor a loopback name, is refused (421) before anything runs.
+	Listen       string
+	AllowedHosts []string
 }
 
 func (c *Config) validate() error {
@@ -49,6 +55,7 @@ func (c *Config) validate() error {
 // SetReady(true), so scripts and probes can wait for the lab.
 type Server struct {
 	cfg   Config
+	guard *httpguard.Guard
 	echo  *echo.Echo
 	ready atomic.Bool
 	lab   atomic.Pointer[Lab]
@@ -60,11 +67,15 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, echo: echo.New()}
+	guard, err := httpguard.New(httpguard.Config{Listen: cfg.Listen, AllowedHosts: cfg.AllowedHosts})
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, guard: guard, echo: echo.New()}
 	s.echo.HideBanner = true
 	s.echo.HidePort = true
 	s.echo.HTTPErrorHandler = s.errorHandler
-	s.echo.Use(s.auth, s.sameOrigin)
+	s.echo.Use(s.auth)
 	s.echo.GET("/healthz", s.healthz)
 	s.routes()
 	return s, nil
@@ -73,7 +84,11 @@ func New(cfg Config) (*Server, error) {
 // SetReady flips /healthz.
 func (s *Server) SetReady(ready bool) { s.ready.Store(ready) }
 
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }
+// ServeHTTP runs the guard (Host, cross-origin, query) before echo: a
+// refused request reaches no route, not even the token check.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.guard.Handler(s.echo).ServeHTTP(w, r)
+}
 
 func (s *Server) healthz(c echo.Context) error {
 	if !s.ready.Load() {

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"mime"
@@ -15,6 +14,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/ccmlab/ccmlab/internal/httpguard"
 )
 
 // static holds the stylesheet, the ES modules and the icon. They are served
@@ -166,12 +167,7 @@ func preferred(header string) (Lang, bool) {
 	return best, best != ""
 }
 
-func jsonError(w http.ResponseWriter, code int, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
-}
+func jsonError(w http.ResponseWriter, code int, msg string) { httpguard.WriteError(w, code, msg) }
 
 // assets are the embedded static files, indexed by their path under
 // /static/<version>/.

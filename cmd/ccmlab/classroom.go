@@ -21,6 +21,7 @@ type classroomOptions struct {
 	students, roster       string
 	listen, dataDir, token string
 	publicURL              string
+	allowHosts             []string
 	backend                string
 	profile, addons        string
 	nodes, warm, verbosity int
@@ -81,6 +82,7 @@ all created at start; the portal then runs in that cluster
 	fs.StringVar(&o.dataDir, "data-dir", o.dataDir, "where the class keeps its tokens and every student's lab")
 	fs.StringVar(&o.token, "token", o.token, "the instructor's token (default: the saved one, or a new random one; env CCMLAB_TOKEN)")
 	fs.StringVar(&o.publicURL, "url", o.publicURL, "the URL students reach the portal at, for students.csv (default http://<listen>)")
+	fs.StringSliceVar(&o.allowHosts, "allow-host", o.allowHosts, "another host name the portal answers to besides loopback, the --listen host and --url's host; requests naming any other Host are refused")
 	fs.StringVar(&o.backend, "backend", o.backend, "where labs run: local (child processes of this one) or kubernetes (a Pod per student in a cluster)")
 	o.addKubeFlags(fs)
 	fs.StringVar(&o.image, "image", o.image, "kubernetes backend: the ccmlab image every lab runs (built from the Dockerfile)")
@@ -130,7 +132,7 @@ created it. The portal's own objects (deploy/classroom.yaml) are not its to remo
 	var ignoredInt int
 	var ignoredBool bool
 	var ignoredDur time.Duration
-	for _, f := range []string{"students", "roster", "listen", "data-dir", "token", "url", "image", "storage", "storage-class", "profile", "addons"} {
+	for _, f := range []string{"students", "roster", "listen", "data-dir", "token", "url", "allow-host", "image", "storage", "storage-class", "profile", "addons"} {
 		fs.StringVar(&ignored, f, "", "ignored (accepted so the class's command line works)")
 		_ = fs.MarkHidden(f)
 	}
@@ -188,7 +190,7 @@ func runClassroom(cmd *cobra.Command, o *classroomOptions, out io.Writer) error 
 	}
 	// The lab flags are checked here, once, rather than by every child.
 	lab := defaultServeOptions()
-	lab.profile, lab.nodes, lab.addons, lab.token = o.profile, o.nodes, o.addons, "x"
+	lab.profile, lab.nodes, lab.addons, lab.token = o.profile, o.nodes, o.addons, "a-placeholder-token"
 	if err := lab.validate(); err != nil {
 		return err
 	}
@@ -205,6 +207,7 @@ func runClassroom(cmd *cobra.Command, o *classroomOptions, out io.Writer) error 
 	}
 	cr, err := classroom.New(classroom.Config{
 		Students: students, DataDir: o.dataDir, Token: o.token, PublicURL: o.publicURL,
+		Listen: o.listen, AllowedHosts: o.allowHosts,
 		Lab:     classroom.LabOptions{Profile: o.profile, Nodes: o.nodes, Addons: o.addons},
 		Backend: o.backend, Kube: kube,
 		Prestart: o.prestart, Warm: o.warm, IdleStop: idle,

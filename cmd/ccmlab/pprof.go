@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"time"
+
+	"github.com/ccmlab/ccmlab/internal/httpguard"
 )
 
 // startPprof serves Go's runtime profiles (heap, CPU, goroutines) on a
@@ -34,7 +36,14 @@ func startPprof(addr string) (stop func(), err error) {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// The Host check keeps another site's page, its name rebound to
+	// loopback, from reading the profiles.
+	guard, err := httpguard.New(httpguard.Config{Listen: addr})
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	srv := &http.Server{Handler: guard.Handler(mux), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	return func() { _ = srv.Close() }, nil
 }

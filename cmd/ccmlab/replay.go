@@ -53,15 +53,15 @@ func runReplay(ctx context.Context, file string, o *replayOptions, out io.Writer
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", file, err)
 	}
+	if _, _, err := net.SplitHostPort(o.listen); err != nil {
+		return fmt.Errorf("--listen %q: want host:port", o.listen)
+	}
 	srv, err := replay.New(replay.Config{
-		Recording: rec, Name: file,
+		Recording: rec, Name: file, Listen: o.listen,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
 		return err
-	}
-	if _, _, err := net.SplitHostPort(o.listen); err != nil {
-		return fmt.Errorf("--listen %q: want host:port", o.listen)
 	}
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {

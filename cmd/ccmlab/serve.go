@@ -16,6 +16,7 @@ import (
 
 	"github.com/ccmlab/ccmlab/app"
 	"github.com/ccmlab/ccmlab/app/sim"
+	"github.com/ccmlab/ccmlab/internal/httpguard"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/profile"
 )
@@ -29,6 +30,7 @@ type serveOptions struct {
 	controllers  string
 	addons       string
 	token        string
+	allowHosts   []string
 	cloudLatency time.Duration
 	kubeconfig   string
 	clusterCIDR  string
@@ -52,6 +54,7 @@ func (o *serveOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.controllers, "controllers", o.controllers, "CCM controllers enabled at start: a comma list of node,nodelifecycle,route,service, or none (default: all the profile has)")
 	fs.StringVar(&o.addons, "addons", o.addons, "add-ons: lbc (a load-balancer-controller for loadBalancerClass service.k8s.aws/nlb, ip targets)")
 	fs.StringVar(&o.token, "token", o.token, "bearer token required on every request (required when --listen is not loopback; env CCMLAB_TOKEN)")
+	fs.StringSliceVar(&o.allowHosts, "allow-host", o.allowHosts, "another host name the lab answers to besides loopback and the --listen host (an Ingress's, a Service's DNS name); requests naming any other Host are refused")
 	fs.DurationVar(&o.cloudLatency, "cloud-latency", o.cloudLatency, "delay added to every cloud API call, for slow-motion demos")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", o.kubeconfig, "attach to the existing cluster in this kubeconfig instead of embedding one (a throwaway one, e.g. kind: it should allocate node CIDRs and run no other CCM)")
 	fs.StringVar(&o.clusterCIDR, "cluster-cidr", o.clusterCIDR, "with --kubeconfig: the cluster's Pod network (default "+app.DefaultAttachedClusterCIDR+", kind's)")
@@ -98,12 +101,24 @@ func (o *serveOptions) validate() error {
 			return err
 		}
 	}
+	if o.token != "" && len(o.token) < minTokenLen {
+		return fmt.Errorf("--token: use at least %d characters (a random one: openssl rand -hex 16)", minTokenLen)
+	}
+	for _, h := range o.allowHosts {
+		if err := httpguard.ValidateHost(h); err != nil {
+			return fmt.Errorf("--allow-host: %w", err)
+		}
+	}
 	host, _, _ := net.SplitHostPort(o.listen)
 	if ip := net.ParseIP(host); (ip == nil || !ip.IsLoopback()) && host != "localhost" && o.token == "" {
 		return fmt.Errorf("--listen %s is reachable from other machines: set --token (or CCMLAB_TOKEN) so only your class can switch the lab", o.listen)
 	}
 	return nil
 }
+
+// minTokenLen keeps a lab's token out of reach of guessing: the lab
+// answers as fast as it can, with no lockout.
+const minTokenLen = 16
 
 func parseAddons(v string) ([]string, error) {
 	switch v {
@@ -124,6 +139,7 @@ func (o *serveOptions) appConfig() app.Config {
 	return app.Config{
 		DataDir: o.dataDir, Profile: p, Controllers: enabled, Addons: addons,
 		Nodes: o.nodes, CloudLatency: o.cloudLatency, Verbosity: o.verbosity, Token: o.token,
+		Listen: o.listen, AllowedHosts: o.allowHosts,
 		Kubeconfig: o.kubeconfig, ClusterCIDR: o.clusterCIDR, BareAPIServer: o.bareAPIServer,
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 
 	"github.com/coder/websocket"
+
+	"github.com/ccmlab/ccmlab/internal/httpguard"
 )
 
 // snapshotAttempts bounds how often a snapshot is retaken when more than
@@ -84,12 +86,7 @@ func parseSince(rawQuery string) (since uint64, ok bool, err error) {
 }
 
 func writeJSONError(w http.ResponseWriter, code int, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(struct {
-		Error string `json:"error"`
-	}{msg})
+	httpguard.WriteError(w, code, msg)
 }
 
 // hijackRecorder remembers the net.Conn that websocket.Accept hijacks so

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ccmlab/ccmlab/internal/httpguard"
 	"github.com/ccmlab/ccmlab/server/hub"
 	"github.com/ccmlab/ccmlab/web"
 )
@@ -34,6 +35,9 @@ type Config struct {
 	DefaultLang web.Lang
 	// Logger receives request errors. Default slog.Default().
 	Logger *slog.Logger
+	// Listen is the listen address: its host and loopback names are the
+	// Hosts the replay answers to (421 for any other).
+	Listen string
 }
 
 func (c *Config) validate() error {
@@ -133,9 +137,10 @@ func Check(rec []byte) (Info, error) {
 
 // Server serves the page in replay mode and the recording.
 type Server struct {
-	cfg  Config
-	info Info
-	page http.Handler
+	cfg   Config
+	info  Info
+	page  http.Handler
+	guard http.Handler
 }
 
 // New checks the recording and builds the handler.
@@ -151,7 +156,13 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Server{cfg: cfg, info: info, page: page}, nil
+	g, err := httpguard.New(httpguard.Config{Listen: cfg.Listen})
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, info: info, page: page}
+	s.guard = g.Handler(http.HandlerFunc(s.serve))
+	return s, nil
 }
 
 // Info describes the recording being served.
@@ -159,7 +170,10 @@ func (s *Server) Info() Info { return s.info }
 
 const notLive = "this is a replay of a recording: there is no lab to act on"
 
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// ServeHTTP answers after the Host, cross-origin and query checks.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.guard.ServeHTTP(w, r) }
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Path
 	switch {
 	case p == "/healthz":
@@ -201,9 +215,4 @@ func readOnly(w http.ResponseWriter, r *http.Request) bool {
 	return false
 }
 
-func jsonError(w http.ResponseWriter, code int, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
-}
+func jsonError(w http.ResponseWriter, code int, msg string) { httpguard.WriteError(w, code, msg) }

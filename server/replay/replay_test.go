@@ -97,11 +97,17 @@ func TestServer(t *testing.T) {
 		{"GET", "/api/state", 404, "no lab"},
 		{"POST", "/api/cloud/instances", 404, "no lab"},
 		{"GET", "/?lang=en", 200, `data-mode="replay"`},
+		{"GET", "http://evil.example:8080/", 421, "is not this server's"},
+		{"GET", "/?lang=ja&lang=en", 400, "given 2 times"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
 			w := httptest.NewRecorder()
-			srv.ServeHTTP(w, httptest.NewRequest(tt.method, tt.path, nil))
+			target := tt.path
+			if strings.HasPrefix(target, "/") {
+				target = "http://127.0.0.1:8080" + target // httptest's example.com is not the replay's
+			}
+			srv.ServeHTTP(w, httptest.NewRequest(tt.method, target, nil))
 			b, _ := io.ReadAll(w.Result().Body)
 			if w.Code != tt.code || !strings.Contains(string(b), tt.body) {
 				t.Fatalf("%s %s = %d %.200s; want %d with %q", tt.method, tt.path, w.Code, b, tt.code, tt.body)
