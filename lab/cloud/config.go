@@ -43,6 +43,10 @@ type Config struct {
 	// "" keeps everything in memory. New loads it when it exists.
 	StatePath string
 	Clock     clock.WithTicker // default clock.RealClock{}
+	// ClusterID is the value of the kubernetes.io/cluster/<id> tags on the
+	// AWS model's subnets, route table and node security group, and the
+	// KubernetesClusterID the upstream AWS provider is configured with.
+	ClusterID string // default "ccmlab"
 	// CallLogSize bounds the call log ring buffer.
 	CallLogSize int // default 5000
 }
@@ -54,6 +58,7 @@ const (
 	defaultLBCIDR       = "198.51.100.0/24"
 	defaultInstanceType = "m5.large"
 	defaultCallLogSize  = 5000
+	defaultClusterID    = "ccmlab"
 
 	// 4 extra bits give 16 subnets: room for every real region's zones while
 	// keeping AWS's familiar /16 VPC -> /20 subnet shape.
@@ -94,6 +99,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Clock == nil {
 		c.Clock = clock.RealClock{}
+	}
+	if c.ClusterID == "" {
+		c.ClusterID = defaultClusterID
 	}
 	if c.CallLogSize == 0 {
 		c.CallLogSize = defaultCallLogSize
@@ -153,6 +161,9 @@ func (c *Config) validate() error {
 	}
 	if c.Clock == nil {
 		errs = append(errs, errors.New("clock: must not be nil"))
+	}
+	if !isDNSName(c.ClusterID) || strings.Contains(c.ClusterID, ".") {
+		errs = append(errs, fmt.Errorf("cluster ID %q: want lowercase letters, digits and hyphens, like %q", c.ClusterID, defaultClusterID))
 	}
 	if c.CallLogSize < 1 {
 		errs = append(errs, fmt.Errorf("call log size %d: must be positive", c.CallLogSize))
