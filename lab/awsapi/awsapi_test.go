@@ -151,6 +151,13 @@ func TestEC2(t *testing.T) {
 			_, err := c.DescribeInstances(ctx, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{{Name: aws.String("nope"), Values: []string{"x"}}}})
 			return err
 		}},
+		{name: "DescribeInstanceTopology", action: "DescribeInstanceTopology", service: cloud.ServiceEC2, do: func(t *testing.T) error {
+			out, err := c.DescribeInstanceTopology(ctx, &ec2.DescribeInstanceTopologyInput{InstanceIds: []string{l.inst[0].ID}})
+			if err == nil && len(out.Instances) != 0 {
+				t.Fatalf("topologies %+v", out.Instances)
+			}
+			return err
+		}},
 		{name: "DescribeSubnets tagged for ELBs", action: "DescribeSubnets", service: cloud.ServiceEC2, do: func(t *testing.T) error {
 			out, err := c.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{Filters: []ec2types.Filter{{Name: aws.String("vpc-id"), Values: []string{l.net.VPCID}}}})
 			if err != nil {

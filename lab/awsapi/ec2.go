@@ -18,6 +18,7 @@ const ownerID = "000000000000"
 func (h *Handler) ec2Actions() []Action {
 	return []Action{
 		act("DescribeInstances", h.describeInstances),
+		act("DescribeInstanceTopology", h.describeInstanceTopology),
 		act("DescribeSubnets", h.describeSubnets),
 		act("DescribeVpcs", h.describeVpcs),
 		act("DescribeAvailabilityZones", h.describeAvailabilityZones),
@@ -323,4 +324,11 @@ func (h *Handler) deleteTags(ctx context.Context, in *ec2.DeleteTagsInput) (*ec2
 		return nil, err
 	}
 	return &ec2.DeleteTagsOutput{}, nil
+}
+
+func (h *Handler) describeInstanceTopology(ctx context.Context, in *ec2.DescribeInstanceTopologyInput) (*ec2.DescribeInstanceTopologyOutput, error) {
+	if err := h.cfg.Cloud.DescribeInstanceTopology(ctx, in.InstanceIds); err != nil {
+		return nil, err
+	}
+	return &ec2.DescribeInstanceTopologyOutput{Instances: []ec2types.InstanceTopology{}}, nil
 }

@@ -85,6 +85,7 @@ const (
 	ActionDescribeLoadBalancerPolicies      = "DescribeLoadBalancerPolicies"
 	ActionDescribeInstanceHealth            = "DescribeInstanceHealth"
 	ActionDescribeNetworkInterfaces         = "DescribeNetworkInterfaces"
+	ActionDescribeInstanceTopology          = "DescribeInstanceTopology"
 	ActionSetLoadBalancerPoliciesOfListener = "SetLoadBalancerPoliciesOfListener"
 )
 
@@ -105,6 +106,7 @@ var awsActions = []string{
 	ActionDescribeTargetGroupAttributes, ActionModifyTargetGroupAttributes,
 	ActionDescribeLoadBalancerPolicies, ActionDescribeInstanceHealth,
 	ActionDescribeNetworkInterfaces, ActionSetLoadBalancerPoliciesOfListener,
+	ActionDescribeInstanceTopology,
 }
 
 // AWSActions returns the AWS wire API's actions that are not also lab
@@ -475,6 +477,23 @@ func (c *Cloud) instanceViewLocked(rec *instanceRec) InstanceView {
 		v.Tags["Name"] = v.PrivateDNSName
 	}
 	return v
+}
+
+// DescribeInstanceTopology answers that no instance has a network
+// topology: the lab's instance types are not the HPC and accelerator types
+// EC2 reports one for, and the provider then leaves the topology labels
+// off, as it does on AWS.
+func (c *Cloud) DescribeInstanceTopology(ctx context.Context, ids []string) error {
+	return c.awsCall(ctx, ServiceEC2, ActionDescribeInstanceTopology, "ids="+summarize(ids), ids, func(emitFunc) (string, error) {
+		c.mu.RLock()
+		defer c.mu.RUnlock()
+		for _, id := range ids {
+			if _, ok := c.instances[id]; !ok {
+				return "", errorf(ErrInstanceNotFound, "The instance ID '%s' does not exist", id)
+			}
+		}
+		return "0 topologies", nil
+	})
 }
 
 // ModifySourceDestCheck turns an instance's source/destination check on or
