@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ccmlab/ccmlab/app"
+	"github.com/ccmlab/ccmlab/lab/awsapi"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/profile"
 )
@@ -36,10 +37,14 @@ type serveOptions struct {
 	bareAPIServer bool
 	// pprof is a loopback address for Go's runtime profiles; empty is off.
 	pprof string
+	// awsListen is the loopback address of the AWS wire API (lab/awsapi).
+	awsListen string
+	// awsProvider is the CCM's provider on the aws profile: lab or upstream.
+	awsProvider string
 }
 
 func defaultServeOptions() *serveOptions {
-	return &serveOptions{listen: "127.0.0.1:8080", dataDir: ".ccmlab", nodes: 3, profile: "aws", token: os.Getenv("CCMLAB_TOKEN")}
+	return &serveOptions{listen: "127.0.0.1:8080", dataDir: ".ccmlab", nodes: 3, profile: "aws", token: os.Getenv("CCMLAB_TOKEN"), awsListen: "127.0.0.1:0", awsProvider: app.AWSProviderLab}
 }
 
 func (o *serveOptions) addFlags(fs *pflag.FlagSet) {
@@ -56,6 +61,8 @@ func (o *serveOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.clusterCIDR, "cluster-cidr", o.clusterCIDR, "with --kubeconfig: the cluster's Pod network (default "+app.DefaultAttachedClusterCIDR+", kind's)")
 	fs.BoolVar(&o.bareAPIServer, "bare-apiserver", false, "start only etcd and kube-apiserver (benchmark baseline)")
 	_ = fs.MarkHidden("bare-apiserver")
+	fs.StringVar(&o.awsListen, "aws-listen", o.awsListen, "loopback address of the simulated cloud's AWS API (EC2, ELB, ELBv2) for the aws CLI; port 0 picks a free one, written to <data-dir>/aws.env")
+	fs.StringVar(&o.awsProvider, "aws-provider", o.awsProvider, "the CCM's cloud provider on the aws profile: lab (the lab's own) or upstream (k8s.io/cloud-provider-aws talking to the lab's AWS API)")
 	fs.StringVar(&o.pprof, "pprof", "", "serve Go runtime profiles (/debug/pprof/) on this loopback address (off by default)")
 	_ = fs.MarkHidden("pprof")
 }
@@ -79,6 +86,15 @@ func (o *serveOptions) validate() error {
 	}
 	if _, err := parseAddons(o.addons); err != nil {
 		return err
+	}
+	if err := awsapi.ValidateListen(o.awsListen); err != nil {
+		return fmt.Errorf("--aws-listen: %w", err)
+	}
+	if o.awsProvider != app.AWSProviderLab && o.awsProvider != app.AWSProviderUpstream {
+		return fmt.Errorf("--aws-provider %q: want %s or %s", o.awsProvider, app.AWSProviderLab, app.AWSProviderUpstream)
+	}
+	if o.awsProvider == app.AWSProviderUpstream && o.profile != "aws" {
+		return fmt.Errorf("--aws-provider upstream needs --profile aws")
 	}
 	if o.cloudLatency < 0 || o.cloudLatency > cloud.MaxLatency {
 		return fmt.Errorf("--cloud-latency %s: must be between 0 and %s", o.cloudLatency, cloud.MaxLatency)
@@ -147,7 +163,7 @@ func serve(ctx context.Context, o *serveOptions, out io.Writer) error {
 	addons, _ := parseAddons(o.addons)
 	lab, err := app.New(ctx, app.Config{
 		DataDir: o.dataDir, Profile: p, Controllers: enabled, Addons: addons,
-		Nodes: o.nodes, CloudLatency: o.cloudLatency, Verbosity: o.verbosity, Token: o.token,
+		Nodes: o.nodes, CloudLatency: o.cloudLatency, Verbosity: o.verbosity, Token: o.token, AWSListen: o.awsListen, AWSProvider: o.awsProvider,
 		Kubeconfig: o.kubeconfig, ClusterCIDR: o.clusterCIDR, BareAPIServer: o.bareAPIServer,
 		Logger: logger,
 		Progress: func(stage string, elapsed time.Duration) {
