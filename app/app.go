@@ -17,14 +17,19 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/ccmlab/ccmlab/app/sim"
+	"github.com/ccmlab/ccmlab/controllers/upstreamaws"
 	"github.com/ccmlab/ccmlab/exercises"
 	"github.com/ccmlab/ccmlab/exercises/check"
 	"github.com/ccmlab/ccmlab/exercises/console"
 	"github.com/ccmlab/ccmlab/exercises/progress"
 	"github.com/ccmlab/ccmlab/internal/datafs"
 	"github.com/ccmlab/ccmlab/internal/podlog"
+	"github.com/ccmlab/ccmlab/lab/awsapi"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/controlplane"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
@@ -58,6 +63,13 @@ type Config struct {
 	// names the lab answers to (--allow-host); any other Host is refused.
 	Listen       string
 	AllowedHosts []string
+	// AWSListen is the loopback address of the simulated cloud's AWS API
+	// (lab/awsapi); default "127.0.0.1:0", a free port, written to
+	// <data-dir>/aws.env.
+	AWSListen string
+	// AWSProvider is the CCM's cloud provider on the aws profile:
+	// AWSProviderLab (default) or AWSProviderUpstream.
+	AWSProvider string
 
 	// Kubeconfig, when set, attaches to that existing cluster instead of
 	// embedding a control plane; ClusterCIDR is its Pod network (default
@@ -127,6 +139,14 @@ func (c *Config) validate() error {
 	case c.Kubeconfig != "" && c.BareAPIServer:
 		return errors.New("app: BareAPIServer and Kubeconfig exclude each other")
 	}
+	if err := validateAWSProvider(c.AWSProvider, c.Profile.Name); err != nil {
+		return err
+	}
+	if c.AWSListen != "" {
+		if err := awsapi.ValidateListen(c.AWSListen); err != nil {
+			return fmt.Errorf("app: %w", err)
+		}
+	}
 	if c.Kubeconfig != "" {
 		return ValidateClusterCIDR(c.ClusterCIDR)
 	}
@@ -137,6 +157,9 @@ func (c *Config) validate() error {
 // nothing until Run. Its Handler answers /healthz with 503 and the API
 // with "the lab is starting" until the lab is ready.
 type App struct {
+	// tripwire counts AWS requests that missed the lab's endpoint
+	// (--aws-provider upstream only).
+	tripwire *upstreamaws.Tripwire
 	cfg      Config
 	logs     *podlog.Store // every Pod's log (kubectl logs)
 	dataDir  string
@@ -328,6 +351,14 @@ func (a *App) build(ctx, gctx context.Context, g *errgroup.Group, cl cluster, l 
 		}
 		static = cp.StaticPods()
 	}
+	var up *upstreamaws.Config
+	var upstream func(string, kubernetes.Interface, informers.SharedInformerFactory, <-chan struct{}) (cloudprovider.Interface, error)
+	if a.cfg.AWSProvider == AWSProviderUpstream {
+		up = &upstreamaws.Config{}
+		if upstream, err = a.upstreamFactory(up); err != nil {
+			return err
+		}
+	}
 	// The defaults and the choices the flags make are sim.Served's, which
 	// the test world (app/apptest) is built from too.
 	scfg := sim.Served(a.cfg.Lab(), sim.Embedded{StaticPods: static, CACertPEM: caCert, CAKeyPEM: caKey})
@@ -338,6 +369,7 @@ func (a *App) build(ctx, gctx context.Context, g *errgroup.Group, cl cluster, l 
 	scfg.OnTrace = func(t dataplane.Trace) { pub.publish(stream.Trace(t)) }
 	scfg.OnSwitch = func(status map[string]bool) { pub.publish(stream.Controllers(status)) }
 	scfg.Logger = a.cfg.Logger
+	scfg.Upstream = upstream
 	l.sim, err = sim.New(ctx, scfg)
 	if err != nil {
 		return err
@@ -345,6 +377,9 @@ func (a *App) build(ctx, gctx context.Context, g *errgroup.Group, cl cluster, l 
 	s := l.sim
 	if static != nil {
 		cp.SetClusterDialer(s.Kubelets.DialNode)
+	}
+	if _, err := a.startAWSAPI(gctx, g, s.Cloud, up); err != nil {
+		return err
 	}
 	s.Go(gctx, g)
 	sim.Go(gctx, g, "cloud stream", func(ctx context.Context) error { return streamCloud(ctx, s.Cloud, s.Dataplane, pub) })

@@ -12,8 +12,10 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	cloudprovider "k8s.io/cloud-provider"
 	controllersmetrics "k8s.io/component-base/metrics/prometheus/controllers"
 	"k8s.io/utils/clock"
 
@@ -64,6 +66,12 @@ type Config struct {
 	Logger *slog.Logger // default: discard
 	Clock  clock.Clock  // stamps StatusChange; default real time
 	Tuning Tuning
+	// Upstream, when set, builds the cloud provider of each controller
+	// instance instead of the lab's own (package provider): the upstream
+	// AWS provider talking to the lab's AWS API (package upstreamaws).
+	// caller names the instance in the call log; client and factory are
+	// the instance's own, stop ends with it.
+	Upstream func(caller string, client kubernetes.Interface, factory informers.SharedInformerFactory, stop <-chan struct{}) (cloudprovider.Interface, error)
 }
 
 // Tuning holds the timings and sizes the upstream controllers let a CCM

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	cloudprovider "k8s.io/cloud-provider"
 	nodecontroller "k8s.io/cloud-provider/controllers/node"
 	nodelifecyclecontroller "k8s.io/cloud-provider/controllers/nodelifecycle"
 	routecontroller "k8s.io/cloud-provider/controllers/route"
@@ -24,7 +25,6 @@ import (
 	_ "k8s.io/kubernetes/pkg/features"
 
 	"github.com/ccmlab/ccmlab/controllers/lbc"
-	"github.com/ccmlab/ccmlab/controllers/provider"
 	"github.com/ccmlab/ccmlab/lab/profile"
 )
 
@@ -72,7 +72,15 @@ func (m *Manager) start(name string) error {
 		prov = prov.WithServices(checks.CoreV1())
 	}
 	u.factory = informers.NewSharedInformerFactory(client, m.cfg.Tuning.InformerResync)
-	run, err := m.build(name, client, u.factory, prov)
+	var cp cloudprovider.Interface = prov
+	if m.cfg.Upstream != nil && name != AddonLBC {
+		if cp, err = m.cfg.Upstream(Caller(name), client, u.factory, ctx.Done()); err != nil {
+			cancel()
+			u.factory.Shutdown()
+			return fmt.Errorf("starting %s controller: %w", name, err)
+		}
+	}
+	run, err := m.build(name, client, u.factory, cp)
 	if err != nil {
 		cancel()
 		u.factory.Shutdown()
@@ -155,7 +163,7 @@ func (m *Manager) clientFor(name string, g *gate, unlimited bool) (kubernetes.In
 
 // build constructs the named controller on factory's informers and returns
 // its blocking run function.
-func (m *Manager) build(name string, client kubernetes.Interface, factory informers.SharedInformerFactory, p *provider.Provider) (func(context.Context), error) {
+func (m *Manager) build(name string, client kubernetes.Interface, factory informers.SharedInformerFactory, p cloudprovider.Interface) (func(context.Context), error) {
 	t := m.cfg.Tuning
 	nodes := factory.Core().V1().Nodes()
 	switch name {

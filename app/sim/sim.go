@@ -10,8 +10,10 @@ import (
 	"golang.org/x/sync/errgroup"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/ccmlab/ccmlab/controllers"
 	"github.com/ccmlab/ccmlab/internal/datafs"
@@ -50,6 +52,8 @@ type Config struct {
 	Controllers []string
 	Addons      []string
 	Tuning      controllers.Tuning
+	// Upstream replaces the lab's cloud provider, as in controllers.Config.
+	Upstream func(caller string, client kubernetes.Interface, factory informers.SharedInformerFactory, stop <-chan struct{}) (cloudprovider.Interface, error)
 
 	// OnChange receives every flow change (optional). It is called under
 	// the observer's lock and must not block.
@@ -199,6 +203,7 @@ func New(ctx context.Context, cfg Config) (_ *Sim, err error) {
 	if s.Manager, err = controllers.NewManager(controllers.Config{
 		RestConfig: cfg.RestConfig, Cloud: c, Profile: cfg.Profile, ClusterCIDR: cfg.ClusterCIDR,
 		Enabled: cfg.Controllers, Addons: cfg.Addons, Tuning: cfg.Tuning, Logger: cfg.Logger,
+		Upstream: cfg.Upstream,
 	}); err != nil {
 		return nil, err
 	}

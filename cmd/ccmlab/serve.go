@@ -17,6 +17,7 @@ import (
 	"github.com/ccmlab/ccmlab/app"
 	"github.com/ccmlab/ccmlab/app/sim"
 	"github.com/ccmlab/ccmlab/internal/httpguard"
+	"github.com/ccmlab/ccmlab/lab/awsapi"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/profile"
 )
@@ -39,10 +40,14 @@ type serveOptions struct {
 	bareAPIServer bool
 	// pprof is a loopback address for Go's runtime profiles; empty is off.
 	pprof string
+	// awsListen is the loopback address of the AWS wire API (lab/awsapi).
+	awsListen string
+	// awsProvider is the CCM's provider on the aws profile: lab or upstream.
+	awsProvider string
 }
 
 func defaultServeOptions() *serveOptions {
-	return &serveOptions{listen: "127.0.0.1:8080", dataDir: ".ccmlab", nodes: sim.DefaultNodes, profile: sim.DefaultProfile, token: os.Getenv("CCMLAB_TOKEN")}
+	return &serveOptions{listen: "127.0.0.1:8080", dataDir: ".ccmlab", nodes: sim.DefaultNodes, profile: sim.DefaultProfile, token: os.Getenv("CCMLAB_TOKEN"), awsListen: "127.0.0.1:0", awsProvider: app.AWSProviderLab}
 }
 
 func (o *serveOptions) addFlags(fs *pflag.FlagSet) {
@@ -60,6 +65,8 @@ func (o *serveOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.clusterCIDR, "cluster-cidr", o.clusterCIDR, "with --kubeconfig: the cluster's Pod network (default "+app.DefaultAttachedClusterCIDR+", kind's)")
 	fs.BoolVar(&o.bareAPIServer, "bare-apiserver", false, "start only etcd and kube-apiserver (benchmark baseline)")
 	_ = fs.MarkHidden("bare-apiserver")
+	fs.StringVar(&o.awsListen, "aws-listen", o.awsListen, "loopback address of the simulated cloud's AWS API (EC2, ELB, ELBv2) for the aws CLI; port 0 picks a free one, written to <data-dir>/aws.env")
+	fs.StringVar(&o.awsProvider, "aws-provider", o.awsProvider, "the CCM's cloud provider on the aws profile: lab (the lab's own) or upstream (k8s.io/cloud-provider-aws talking to the lab's AWS API)")
 	fs.StringVar(&o.pprof, "pprof", "", "serve Go runtime profiles (/debug/pprof/) on this loopback address (off by default)")
 	_ = fs.MarkHidden("pprof")
 }
@@ -83,6 +90,15 @@ func (o *serveOptions) validate() error {
 	}
 	if _, err := parseAddons(o.addons); err != nil {
 		return err
+	}
+	if err := awsapi.ValidateListen(o.awsListen); err != nil {
+		return fmt.Errorf("--aws-listen: %w", err)
+	}
+	if o.awsProvider != app.AWSProviderLab && o.awsProvider != app.AWSProviderUpstream {
+		return fmt.Errorf("--aws-provider %q: want %s or %s", o.awsProvider, app.AWSProviderLab, app.AWSProviderUpstream)
+	}
+	if o.awsProvider == app.AWSProviderUpstream && o.profile != "aws" {
+		return fmt.Errorf("--aws-provider upstream needs --profile aws")
 	}
 	if o.cloudLatency < 0 || o.cloudLatency > cloud.MaxLatency {
 		return fmt.Errorf("--cloud-latency %s: must be between 0 and %s", o.cloudLatency, cloud.MaxLatency)
@@ -139,7 +155,7 @@ func (o *serveOptions) appConfig() app.Config {
 	return app.Config{
 		DataDir: o.dataDir, Profile: p, Controllers: enabled, Addons: addons,
 		Nodes: o.nodes, CloudLatency: o.cloudLatency, Verbosity: o.verbosity, Token: o.token,
-		Listen: o.listen, AllowedHosts: o.allowHosts,
+		Listen: o.listen, AllowedHosts: o.allowHosts, AWSListen: o.awsListen, AWSProvider: o.awsProvider,
 		Kubeconfig: o.kubeconfig, ClusterCIDR: o.clusterCIDR, BareAPIServer: o.bareAPIServer,
 	}
 }

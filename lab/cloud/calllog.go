@@ -18,9 +18,12 @@ const (
 
 // Call is one entry of the call log: the lab's CloudTrail.
 type Call struct {
-	Seq    uint64    `json:"seq"`
-	Time   time.Time `json:"time"` // when the call started
-	Action string    `json:"action"`
+	Seq  uint64    `json:"seq"`
+	Time time.Time `json:"time"` // when the call started
+	// Service is the AWS API the call came through (ServiceEC2,
+	// ServiceELB, ServiceELBv2), or "" for the lab's own Go API.
+	Service string `json:"service,omitempty"`
+	Action  string `json:"action"`
 	// Caller is the identity from WithCaller, or "unknown".
 	Caller string `json:"caller"`
 	// Method is the cloudprovider.Interface method whose work this call

@@ -30,6 +30,7 @@ type Cloud struct {
 	nextZone  int               // round-robin placement cursor
 	lbs       map[string]*LoadBalancer
 	routes    map[netip.Prefix]*Route
+	aws       *awsState // the AWS model (aws*.go)
 
 	// views caches a frozen copy of each load balancer for
 	// LoadBalancerViews; a change to one drops its copy (see dropView).
@@ -59,6 +60,7 @@ func New(cfg Config) (*Cloud, error) {
 		byDNS:     map[string]string{},
 		lbs:       map[string]*LoadBalancer{},
 		routes:    map[netip.Prefix]*Route{},
+		aws:       newAWSState(),
 	}
 	c.faults.f = Faults{}.clone()
 	var lastSeq uint64
@@ -68,6 +70,9 @@ func New(cfg Config) (*Cloud, error) {
 			return nil, err
 		}
 		lastSeq = seq
+	}
+	if c.aws.net.VPCID == "" {
+		c.initAWSNetwork()
 	}
 	c.log = newCallLog(cfg.CallLogSize, lastSeq)
 	if cfg.StatePath != "" {
@@ -150,14 +155,15 @@ func (c *Cloud) call(ctx context.Context, action, request string, resources []st
 	if caller == "" {
 		caller = unknownCaller
 	}
-	call, h := c.beginCall(Call{Time: c.clock.Now().UTC(), Action: action, Caller: caller, Method: MethodFrom(ctx), Request: request, Resources: resources, State: CallRunning})
+	service := ServiceFrom(ctx)
+	call, h := c.beginCall(Call{Time: c.clock.Now().UTC(), Service: service, Action: action, Caller: caller, Method: MethodFrom(ctx), Request: request, Resources: resources, State: CallRunning})
 	c.publishCall(call)
 
 	var events []Event
 	err := c.await(ctx, &call, h)
 	if err == nil {
 		var consumed bool
-		consumed, err = c.admit(action, caller)
+		consumed, err = c.admit(action, caller, service)
 		if consumed {
 			c.publish(Event{Kind: EventFaults})
 		}

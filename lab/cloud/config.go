@@ -47,6 +47,10 @@ type Config struct {
 	// datafs.Switch to make the disk full.
 	Files datafs.Writer
 	Clock clock.WithTicker // default clock.RealClock{}
+	// ClusterID is the value of the kubernetes.io/cluster/<id> tags on the
+	// AWS model's subnets, route table and node security group, and the
+	// KubernetesClusterID the upstream AWS provider is configured with.
+	ClusterID string // default "ccmlab"
 	// CallLogSize bounds the call log ring buffer.
 	CallLogSize int // default 5000
 }
@@ -58,6 +62,7 @@ const (
 	defaultLBCIDR       = "198.51.100.0/24"
 	defaultInstanceType = "m5.large"
 	defaultCallLogSize  = 5000
+	defaultClusterID    = "ccmlab"
 
 	// 4 extra bits give 16 subnets: room for every real region's zones while
 	// keeping AWS's familiar /16 VPC -> /20 subnet shape.
@@ -101,6 +106,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Files == nil {
 		c.Files = datafs.OS{}
+	}
+	if c.ClusterID == "" {
+		c.ClusterID = defaultClusterID
 	}
 	if c.CallLogSize == 0 {
 		c.CallLogSize = defaultCallLogSize
@@ -160,6 +168,9 @@ func (c *Config) validate() error {
 	}
 	if c.Clock == nil {
 		errs = append(errs, errors.New("clock: must not be nil"))
+	}
+	if !isDNSName(c.ClusterID) || strings.Contains(c.ClusterID, ".") {
+		errs = append(errs, fmt.Errorf("cluster ID %q: want lowercase letters, digits and hyphens, like %q", c.ClusterID, defaultClusterID))
 	}
 	if c.CallLogSize < 1 {
 		errs = append(errs, fmt.Errorf("call log size %d: must be positive", c.CallLogSize))

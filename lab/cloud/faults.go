@@ -2,6 +2,7 @@ package cloud
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -67,7 +68,7 @@ func iamService(action string) string {
 
 func isAction(s string) bool {
 	_, found := slices.BinarySearch(Actions(), s)
-	return found
+	return found || slices.Contains(awsActions, s)
 }
 
 // Faults is what an instructor injects to show how controllers cope with an
@@ -246,16 +247,25 @@ func (c *Cloud) latency() time.Duration {
 // admit runs the IAM, rate limit and injected-failure checks in that order,
 // under one lock so a denied call never spends a token and a throttled call
 // never consumes a FailNext. consumed reports that FailNext changed.
-func (c *Cloud) admit(action, caller string) (consumed bool, err error) {
+func (c *Cloud) admit(action, caller, service string) (consumed bool, err error) {
 	fs := &c.faults
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if fs.deny[action] {
-		return false, &Error{Code: ErrAccessDenied, Message: fmt.Sprintf(
+		// EC2 and ELB spell a denial and a throttle differently; an SDK
+		// (and a student reading its error) sees the code of the service.
+		code := ErrAccessDenied
+		if service == ServiceEC2 {
+			code = ErrUnauthorizedOperation
+		}
+		return false, &Error{Code: code, Message: fmt.Sprintf(
 			"User: arn:aws:sts::000000000000:assumed-role/ccmlab-ccm/%s is not authorized to perform: %s:%s",
-			caller, iamService(action), action)}
+			caller, cmp.Or(service, iamService(action)), action)}
 	}
 	if fs.limiter != nil && !fs.limiter.AllowN(c.clock.Now(), 1) {
+		if service == ServiceEC2 {
+			return false, &Error{Code: ErrRequestLimitExceeded, Message: "Request limit exceeded."}
+		}
 		return false, &Error{Code: ErrThrottling, Message: "Rate exceeded"}
 	}
 	if n := fs.f.FailNext[action]; n > 0 {

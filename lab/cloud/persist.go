@@ -42,6 +42,9 @@ type stateFile struct {
 	Instances     []Instance `json:"instances"` // launch order
 	LoadBalancers []savedLB  `json:"loadBalancers"`
 	Routes        []Route    `json:"routes"`
+	// AWS is the AWS model (aws_persist.go); absent in files written
+	// before it existed.
+	AWS *savedAWS `json:"aws,omitempty"`
 }
 
 // savedLB stores targets as bare ID and port: health is not persisted (see
@@ -198,6 +201,7 @@ func (c *Cloud) stateFileLocked() stateFile {
 		LoadBalancers: c.savedLBsLocked(),
 		Routes:        c.routesLocked(),
 		LastCallSeq:   c.log.lastSeq(),
+		AWS:           c.savedAWSLocked(),
 	}
 }
 
@@ -379,7 +383,7 @@ func (c *Cloud) restore(f *stateFile) error {
 		}
 		c.routes[p] = &Route{DestinationCIDR: p.String(), InstanceID: r.InstanceID, CreatedAt: r.CreatedAt}
 	}
-	return nil
+	return c.restoreAWS(f.AWS)
 }
 
 // restoredHealth forgets the last observed health: nobody has checked the

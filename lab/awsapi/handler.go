@@ -1,0 +1,324 @@
+package awsapi
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"reflect"
+	"regexp"
+	"strings"
+
+	"github.com/ccmlab/ccmlab/lab/cloud"
+)
+
+//go:generate go run ./internal/gennames
+
+// API versions of the query protocol, one per service.
+const (
+	VersionEC2   = "2016-11-15"
+	VersionELB   = "2012-06-01"
+	VersionELBv2 = "2015-12-01"
+)
+
+// Config configures a Handler.
+type Config struct {
+	Cloud *cloud.Cloud
+	// AccessKeyID is the one access key the API accepts; the secret is
+	// not checked (the signature is not verified: the listener is
+	// loopback-only and the key only keeps a stray client out).
+	AccessKeyID string // default "AKIACCMLAB0000000000"
+	Logger      *slog.Logger
+}
+
+// DefaultAccessKeyID and DefaultSecretAccessKey are the lab's credentials.
+const (
+	DefaultAccessKeyID     = "AKIACCMLABLOCAL00000"
+	DefaultSecretAccessKey = "ccmlab-local-secret-not-a-real-key"
+)
+
+func (c *Config) setDefaults() {
+	if c.AccessKeyID == "" {
+		c.AccessKeyID = DefaultAccessKeyID
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+func (c *Config) validate() error {
+	if c.Cloud == nil {
+		return errors.New("awsapi: config needs a Cloud")
+	}
+	return nil
+}
+
+// Handler serves EC2, ELB and ELBv2 in the AWS query protocol.
+type Handler struct {
+	cfg      Config
+	services map[string]*service // by API version
+}
+
+// New builds a Handler.
+func New(cfg Config) (*Handler, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	h := &Handler{cfg: cfg, services: map[string]*service{}}
+	for _, s := range h.newServices() {
+		h.services[s.Version] = s
+	}
+	return h, nil
+}
+
+// Action is one API action: its SDK input and output types and the
+// function that serves it.
+type Action struct {
+	Name    string
+	In, Out reflect.Type
+	fn      func(ctx context.Context, in any) (any, error)
+}
+
+func act[In, Out any](name string, fn func(context.Context, *In) (*Out, error)) Action {
+	return Action{Name: name, In: reflect.TypeFor[In](), Out: reflect.TypeFor[Out](), fn: func(ctx context.Context, in any) (any, error) {
+		return fn(ctx, in.(*In))
+	}}
+}
+
+type service struct {
+	ID          string // ec2, elb, elbv2: names_gen.go's variable prefix
+	Module      string // the SDK module gennames reads
+	Version     string
+	SigningName string // the SigV4 credential scope's service
+	CallService string // cloud.ServiceEC2, ...
+	Namespace   string
+	Actions     []Action
+	codec       codec
+}
+
+// Service describes one service for gennames.
+type Service struct {
+	ID, Module string
+	Actions    []Action
+}
+
+// Services lists the services and their actions (for gennames).
+func Services() []Service {
+	var out []Service
+	for _, s := range (&Handler{}).newServices() {
+		out = append(out, Service{ID: s.ID, Module: s.Module, Actions: s.Actions})
+	}
+	return out
+}
+
+func (h *Handler) newServices() []*service {
+	return []*service{
+		{ID: "ec2", Module: "github.com/aws/aws-sdk-go-v2/service/ec2", Version: VersionEC2, SigningName: "ec2", CallService: cloud.ServiceEC2,
+			Namespace: "http://ec2.amazonaws.com/doc/" + VersionEC2 + "/", Actions: h.ec2Actions(),
+			codec: codec{params: ec2Params, elements: ec2Elements, member: "item", flatList: true}},
+		{ID: "elb", Module: "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing", Version: VersionELB, SigningName: "elasticloadbalancing", CallService: cloud.ServiceELB,
+			Namespace: "http://elasticloadbalancing.amazonaws.com/doc/" + VersionELB + "/", Actions: h.elbActions(),
+			codec: codec{params: elbParams, elements: elbElements, member: "member"}},
+		{ID: "elbv2", Module: "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2", Version: VersionELBv2, SigningName: "elasticloadbalancing", CallService: cloud.ServiceELBv2,
+			Namespace: "http://elasticloadbalancing.amazonaws.com/doc/" + VersionELBv2 + "/", Actions: h.elbv2Actions(),
+			codec: codec{params: elbv2Params, elements: elbv2Elements, member: "member"}},
+	}
+}
+
+// apiError is an error answered in the service's error XML.
+type apiError struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *apiError) Error() string { return e.Code + ": " + e.Message }
+
+var credentialRe = regexp.MustCompile(`Credential=([^/,\s]+)/[^/]+/[^/]+/([^/]+)/aws4_request`)
+
+// callerRe keeps a caller taken from the URL to a plain name.
+var callerRe = regexp.MustCompile(`^[a-z][a-z0-9-]{0,62}$`)
+
+// isLoopbackHost accepts only Host headers naming the loopback interface,
+// so a web page that rebinds a DNS name to 127.0.0.1 cannot drive the
+// cloud from a browser.
+func isLoopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func newRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	s := hex.EncodeToString(b[:])
+	return s[:8] + "-" + s[8:12] + "-" + s[12:16] + "-" + s[16:20] + "-" + s[20:]
+}
+
+// ServeHTTP answers one query-protocol request. The path may start with
+// /caller/<name>/ to name the caller in the call log (the lab gives each
+// controller its own endpoint URL); otherwise the caller is "aws-cli".
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	reqID := newRequestID()
+	if !isLoopbackHost(r.Host) {
+		http.Error(w, "misdirected request: the lab's AWS API answers only to a loopback Host", http.StatusMisdirectedRequest)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
+	if err := r.ParseForm(); err != nil {
+		writeError(w, nil, reqID, &apiError{http.StatusBadRequest, "MalformedQueryString", "the request body is not a form"})
+		return
+	}
+	svc := h.services[r.Form.Get("Version")]
+	m := credentialRe.FindStringSubmatch(r.Header.Get("Authorization"))
+	switch {
+	case svc == nil:
+		writeError(w, nil, reqID, &apiError{http.StatusBadRequest, "InvalidParameterValue",
+			fmt.Sprintf("unknown API version %q; this endpoint serves EC2 %s, ELB %s and ELBv2 %s", r.Form.Get("Version"), VersionEC2, VersionELB, VersionELBv2)})
+		return
+	case m == nil:
+		writeError(w, svc, reqID, &apiError{http.StatusForbidden, "MissingAuthenticationToken", "Request is missing Authentication Token (a SigV4 Authorization header)"})
+		return
+	case m[1] != h.cfg.AccessKeyID:
+		code := "InvalidClientTokenId"
+		if svc.ID == "ec2" {
+			code = "AuthFailure"
+		}
+		writeError(w, svc, reqID, &apiError{http.StatusUnauthorized, code, "The security token included in the request is invalid (see <data-dir>/aws.env for the lab's key)"})
+		return
+	case m[2] != svc.SigningName:
+		writeError(w, svc, reqID, &apiError{http.StatusBadRequest, "InvalidParameterValue",
+			fmt.Sprintf("credential scope service %q does not serve API version %s", m[2], svc.Version)})
+		return
+	}
+	name := r.Form.Get("Action")
+	var a *Action
+	for i := range svc.Actions {
+		if svc.Actions[i].Name == name {
+			a = &svc.Actions[i]
+		}
+	}
+	if a == nil {
+		writeError(w, svc, reqID, &apiError{http.StatusBadRequest, "InvalidAction", fmt.Sprintf("The action %s is not valid for this web service (the lab implements what cloud-provider-aws calls)", name)})
+		return
+	}
+	caller := "aws-cli"
+	if rest, ok := strings.CutPrefix(r.URL.Path, "/caller/"); ok {
+		c, _, _ := strings.Cut(rest, "/")
+		if !callerRe.MatchString(c) {
+			writeError(w, svc, reqID, &apiError{http.StatusBadRequest, "InvalidParameterValue", "caller names are lowercase letters, digits and hyphens"})
+			return
+		}
+		caller = c
+	}
+	in := reflect.New(a.In)
+	if err := svc.codec.decode(r.Form, in); err != nil {
+		writeError(w, svc, reqID, &apiError{http.StatusBadRequest, validationCode(svc), err.Error()})
+		return
+	}
+	ctx := cloud.WithService(cloud.WithCaller(r.Context(), caller), svc.CallService)
+	out, err := a.fn(ctx, in.Interface())
+	if err != nil {
+		writeError(w, svc, reqID, toAPIError(svc, err))
+		return
+	}
+	var body bytes.Buffer
+	body.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n")
+	fmt.Fprintf(&body, `<%sResponse xmlns="%s">`, name, svc.Namespace)
+	if svc.ID == "ec2" {
+		writeElem(&body, "requestId", reqID)
+		err = svc.codec.encode(&body, reflect.ValueOf(out))
+	} else {
+		body.WriteString("<" + name + "Result>")
+		err = svc.codec.encode(&body, reflect.ValueOf(out))
+		body.WriteString("</" + name + "Result><ResponseMetadata>")
+		writeElem(&body, "RequestId", reqID)
+		body.WriteString("</ResponseMetadata>")
+	}
+	if err != nil {
+		h.cfg.Logger.Error("awsapi: encode response", "action", name, "err", err)
+		writeError(w, svc, reqID, &apiError{http.StatusInternalServerError, "InternalError", err.Error()})
+		return
+	}
+	fmt.Fprintf(&body, "</%sResponse>", name)
+	w.Header().Set("Content-Type", "text/xml;charset=UTF-8")
+	w.Header().Set("X-Amzn-Requestid", reqID)
+	_, _ = w.Write(body.Bytes())
+}
+
+func validationCode(svc *service) string {
+	if svc.ID == "ec2" {
+		return "InvalidParameterValue"
+	}
+	return "ValidationError"
+}
+
+// toAPIError maps a cloud error to its wire form: the code is the cloud's
+// (they are AWS's codes), the status what AWS sends for it.
+func toAPIError(svc *service, err error) *apiError {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae
+	}
+	var ce *cloud.Error
+	if !errors.As(err, &ce) {
+		return &apiError{http.StatusInternalServerError, "InternalError", err.Error()}
+	}
+	status := http.StatusBadRequest
+	switch ce.Code {
+	case cloud.ErrInjected:
+		status = http.StatusInternalServerError
+	case cloud.ErrRequestLimitExceeded:
+		status = http.StatusServiceUnavailable
+	case cloud.ErrAccessDenied, cloud.ErrUnauthorizedOperation:
+		status = http.StatusForbidden
+	case cloud.ErrCanceled:
+		status = http.StatusServiceUnavailable
+	}
+	code := ce.Code
+	if code == cloud.ErrValidation && svc.ID == "ec2" {
+		code = "InvalidParameterValue"
+	}
+	return &apiError{status, code, ce.Message}
+}
+
+func writeError(w http.ResponseWriter, svc *service, reqID string, e *apiError) {
+	var b bytes.Buffer
+	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n")
+	if svc == nil || svc.ID == "ec2" {
+		b.WriteString("<Response><Errors><Error>")
+		writeElem(&b, "Code", e.Code)
+		writeElem(&b, "Message", e.Message)
+		b.WriteString("</Error></Errors>")
+		writeElem(&b, "RequestID", reqID)
+		b.WriteString("</Response>")
+	} else {
+		fmt.Fprintf(&b, `<ErrorResponse xmlns="%s"><Error>`, svc.Namespace)
+		typ := "Sender"
+		if e.Status >= 500 {
+			typ = "Receiver"
+		}
+		writeElem(&b, "Type", typ)
+		writeElem(&b, "Code", e.Code)
+		writeElem(&b, "Message", e.Message)
+		b.WriteString("</Error>")
+		writeElem(&b, "RequestId", reqID)
+		b.WriteString("</ErrorResponse>")
+	}
+	w.Header().Set("Content-Type", "text/xml;charset=UTF-8")
+	w.Header().Set("X-Amzn-Requestid", reqID)
+	w.WriteHeader(e.Status)
+	_, _ = w.Write(b.Bytes())
+}
