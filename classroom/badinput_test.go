@@ -185,7 +185,7 @@ func TestPortalBadInput(t *testing.T) {
 		)
 	}
 	tjs := with(teacher, "Content-Type", "application/json")
-	for _, pc := range []portalCase{
+	cases = append(cases, []portalCase{
 		{"reset unknown exercise", "POST", "/api/actions/reset", `{"exercise":"nope"}`, tjs, 404, `no exercise "nope"`},
 		{"reset exercise of another shape", "POST", "/api/actions/reset", `{"exercise":"../cloud/faults"}`, tjs, 400, "give an exercise's id"},
 		{"reset exercise upper case", "POST", "/api/actions/reset", `{"exercise":"Node-Init"}`, tjs, 400, "give an exercise's id"},
@@ -198,9 +198,7 @@ func TestPortalBadInput(t *testing.T) {
 		{"latency word", "PUT", "/api/actions/latency", `{"latency":"soon"}`, tjs, 400, "want a duration"},
 		{"latency missing", "PUT", "/api/actions/latency", `{}`, tjs, 400, "want a duration"},
 		{"latency number", "PUT", "/api/actions/latency", `{"latency":2}`, tjs, 400, `field "latency" must be string`},
-	} {
-		cases = append(cases, pc)
-	}
+	}...)
 	for _, rt := range labRoutes {
 		guard(rt, alice)
 		name := rt.method + " " + rt.path + " "
