@@ -14,7 +14,7 @@ var Layers = [][]string{
 	{"internal/..."},
 	{"lab/profile", "lab/flow/flowtext", "lab/dataplane/tracetext"},
 	{"lab/cloud", "lab/controlplane"},
-	{"lab/kubelet", "lab/dataplane", "lab/controlplane/cptest"},
+	{"lab/kubelet", "lab/dataplane", "lab/controlplane/cptest", "lab/awsapi/..."},
 	{"lab/flow", "lab/history"},
 	{"controllers/..."},
 	{"app/sim"},
