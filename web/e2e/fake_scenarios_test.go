@@ -14,7 +14,9 @@ import (
 func openFake(t testing.TB, f *fakeLab, query string) *browser {
 	b := newBrowser(t, needChromium(t), f.srv.URL)
 	b.do(t, "opening the page", chromedp.Navigate(f.srv.URL+"/"+query))
-	b.waitFor(t, "the live state", q("conn-status")+`.dataset.state === "live" && window.ccmlab.store.epoch !== ""`, 20*time.Second)
+	// Live and rendered: the stream's snapshot arrives before the frame
+	// that draws it, and a test that acts in between finds no switches.
+	b.waitFor(t, "the live state drawn", q("conn-status")+`.dataset.state === "live" && window.ccmlab.store.epoch !== "" && window.ccmlab.stats.renderedMessages === window.ccmlab.store.messages`, 20*time.Second)
 	return b
 }
 

@@ -74,7 +74,7 @@ func openPage(t *testing.T, l *lab, lang string) *browser {
 	t.Helper()
 	b := newBrowser(t, needChromium(t), l.page)
 	b.do(t, "opening the page", chromedp.Navigate(l.page+"/?lang="+lang))
-	b.waitFor(t, "the live state", q("conn-status")+`.dataset.state === "live" && window.ccmlab.store.epoch !== ""`, 30*time.Second)
+	b.waitFor(t, "the live state", q("conn-status")+`.dataset.state === "live" && window.ccmlab.store.epoch !== "" && window.ccmlab.stats.renderedMessages === window.ccmlab.store.messages`, 30*time.Second)
 	b.waitFor(t, "three Ready nodes", `document.querySelectorAll('[data-testid="nodes"] tr[data-ready="True"]').length >= 3`, 60*time.Second)
 	return b
 }

@@ -216,7 +216,7 @@ func TestDataPathAnySender(t *testing.T) {
 
 	// Opened again, the page gets the trace from the snapshot.
 	b.do(t, "opening the page again", chromedp.Navigate(l.page+"/?lang=ja"))
-	b.waitFor(t, "the live state", q("conn-status")+`.dataset.state === "live" && window.ccmlab.store.epoch !== ""`, 30*time.Second)
+	b.waitFor(t, "the live state", q("conn-status")+`.dataset.state === "live" && window.ccmlab.store.epoch !== "" && window.ccmlab.stats.renderedMessages === window.ccmlab.store.messages`, 30*time.Second)
 	b.waitFor(t, "the same trace on the data path", shown, 30*time.Second)
 	checkJapanese(t, b)
 	b.check(t)
