@@ -72,6 +72,14 @@ type Config struct {
 	// caller names the instance in the call log; client and factory are
 	// the instance's own, stop ends with it.
 	Upstream func(caller string, client kubernetes.Interface, factory informers.SharedInformerFactory, stop <-chan struct{}) (cloudprovider.Interface, error)
+
+	// Switch, when set, makes the manager hosted (process.go): the CCM
+	// controllers run only inside CCM processes (RunProcess, one per run
+	// of the CCM Pod's container), and Enable/Disable call Switch to have
+	// the CCM's arguments changed (the lab patches its DaemonSet), then
+	// wait until a process runs with them. Add-ons still run in the
+	// manager. Enabled then only says what the first CCM is given.
+	Switch func(ctx context.Context, controller string, on bool) error
 }
 
 // Tuning holds the timings and sizes the upstream controllers let a CCM
@@ -105,6 +113,9 @@ type Tuning struct {
 	// Run to return, for its informers to stop, and for its requests in
 	// flight to finish. Default 10s.
 	StopTimeout time.Duration
+	// SwitchTimeout bounds a hosted manager's wait for a CCM process that
+	// runs with a switch applied (a DaemonSet rollout). Default 2m.
+	SwitchTimeout time.Duration
 }
 
 func (t *Tuning) setDefaults() {
@@ -120,6 +131,7 @@ func (t *Tuning) setDefaults() {
 	t.ClientQPS = cmp.Or(t.ClientQPS, 200)
 	t.ClientBurst = cmp.Or(t.ClientBurst, 400)
 	t.StopTimeout = cmp.Or(t.StopTimeout, 10*time.Second)
+	t.SwitchTimeout = cmp.Or(t.SwitchTimeout, 2*time.Minute)
 }
 
 func (c *Config) setDefaults() {
@@ -218,9 +230,19 @@ type Manager struct {
 	// they have returned, so two instances never act at the same time.
 	draining map[string]*gate
 
-	// stMu guards on, so Status never waits behind a slow switch.
-	stMu sync.RWMutex
-	on   map[string]bool
+	// Hosted (process.go): the process whose controllers run, how many
+	// have led, and a condition on mu signalled when that changes.
+	// switchMu serializes switches, which wait without holding mu.
+	leading  *leader
+	gen      uint64
+	ready    *sync.Cond
+	switchMu sync.Mutex
+
+	// stMu guards on and leaderID, so Status never waits behind a slow
+	// switch.
+	stMu     sync.RWMutex
+	on       map[string]bool
+	leaderID string
 
 	switches pubsub.Broadcaster[StatusChange]
 }
@@ -242,6 +264,7 @@ func NewManager(cfg Config) (*Manager, error) {
 		draining: map[string]*gate{},
 		on:       map[string]bool{},
 	}
+	m.ready = sync.NewCond(&m.mu)
 	for _, n := range profile.AllControllers() {
 		if cfg.Profile.Has(n) {
 			m.names = append(m.names, n)
@@ -249,7 +272,10 @@ func NewManager(cfg Config) (*Manager, error) {
 		}
 	}
 	for _, n := range cfg.Enabled {
-		m.on[n] = true
+		// Hosted, a CCM controller is on only while a process runs it.
+		if cfg.Switch == nil || !cfg.Profile.Has(n) {
+			m.on[n] = true
+		}
 	}
 	if slices.Contains(cfg.Addons, AddonLBC) {
 		m.names = append(m.names, AddonLBC)
@@ -286,7 +312,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 	m.runCtx = ctx
 	for _, name := range m.names {
-		if !m.isOn(name) {
+		if !m.isOn(name) || m.hosted(name) {
 			continue
 		}
 		if err := m.start(name); err != nil {
@@ -317,6 +343,8 @@ func (m *Manager) shutdownLocked() {
 	clear(m.units)
 	m.stopped = true
 	m.runCtx = nil
+	m.leading = nil
+	m.ready.Broadcast()
 	for _, name := range m.names {
 		if m.isOn(name) {
 			m.setOn(name, false)
@@ -346,6 +374,9 @@ func (m *Manager) Enable(name string) error {
 	if err := m.check(name); err != nil {
 		return err
 	}
+	if m.hosted(name) {
+		return m.switchHosted(name, true) // process.go
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.stopped {
@@ -370,6 +401,9 @@ func (m *Manager) Enable(name string) error {
 func (m *Manager) Disable(name string) error {
 	if err := m.check(name); err != nil {
 		return err
+	}
+	if m.hosted(name) {
+		return m.switchHosted(name, false) // process.go
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -411,6 +445,12 @@ func (m *Manager) setOn(name string, on bool) {
 	m.stMu.Unlock()
 	m.publish(name, on)
 	m.log.Info("controller switched", "controller", name, "enabled", on)
+}
+
+// hosted reports whether name runs in CCM processes rather than in the
+// manager itself.
+func (m *Manager) hosted(name string) bool {
+	return m.cfg.Switch != nil && m.ccmController(name)
 }
 
 // Subscribe returns a channel of switches with room for buf of them (at

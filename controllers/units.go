@@ -37,11 +37,16 @@ type unit struct {
 	factory informers.SharedInformerFactory
 	gate    *gate
 	started time.Time
+	proc    *Process // the CCM process it belongs to; nil: in-process
 }
 
 // start builds and starts a fresh instance. Called with m.mu held and Run
 // active.
-func (m *Manager) start(name string) error {
+func (m *Manager) start(name string) error { return m.startIn(m.runCtx, name, nil) }
+
+// startIn starts an instance that runs until ctx ends, as part of CCM
+// process p (nil: the manager's own, in-process CCM). Called with m.mu held.
+func (m *Manager) startIn(parent context.Context, name string, p *Process) error {
 	if g := m.draining[name]; g != nil {
 		// A real CCM gets this from leader election: one active instance.
 		if !g.close(m.cfg.Tuning.StopTimeout) {
@@ -50,10 +55,10 @@ func (m *Manager) start(name string) error {
 		delete(m.draining, name)
 	}
 	t0 := time.Now()
-	u := &unit{name: name, done: make(chan struct{}), gate: &gate{}, started: t0}
-	ctx, cancel := context.WithCancel(m.runCtx)
+	u := &unit{name: name, done: make(chan struct{}), gate: &gate{}, started: t0, proc: p}
+	ctx, cancel := context.WithCancel(parent)
 	u.cancel = cancel
-	client, err := m.clientFor(name, u.gate, false)
+	client, err := m.clientFor(name, u.gate, false, p)
 	if err != nil {
 		cancel()
 		return fmt.Errorf("starting %s controller: %w", name, err)
@@ -64,7 +69,7 @@ func (m *Manager) start(name string) error {
 		// not a request a real CCM makes; it gets a client outside the
 		// instance's rate limit so the controller's own requests keep their
 		// real budget.
-		checks, err := m.clientFor(name, u.gate, true)
+		checks, err := m.clientFor(name, u.gate, true, p)
 		if err != nil {
 			cancel()
 			return fmt.Errorf("starting %s controller: %w", name, err)
@@ -80,7 +85,7 @@ func (m *Manager) start(name string) error {
 			return fmt.Errorf("starting %s controller: %w", name, err)
 		}
 	}
-	run, err := m.build(name, client, u.factory, cp)
+	run, err := m.build(name, client, u.factory, cp, p)
 	if err != nil {
 		cancel()
 		u.factory.Shutdown()
@@ -142,11 +147,20 @@ const FieldManager = "ccmlab-cloud-controller-manager"
 // clientFor builds the instance's own client, its requests passing through
 // g; unlimited skips the client-side rate limit. Without a RestConfig the
 // shared Client is used and only cloud calls are gated.
-func (m *Manager) clientFor(name string, g *gate, unlimited bool) (kubernetes.Interface, error) {
-	if m.cfg.RestConfig == nil {
+func (m *Manager) clientFor(name string, g *gate, unlimited bool, p *Process) (kubernetes.Interface, error) {
+	base := m.cfg.RestConfig
+	if p != nil {
+		// The process's credentials: its ServiceAccount's, or with
+		// --use-service-account-credentials the controller's own.
+		var err error
+		if base, err = p.clientConfig(name); err != nil {
+			return nil, err
+		}
+	}
+	if base == nil {
 		return m.cfg.Client, nil
 	}
-	rc := rest.CopyConfig(m.cfg.RestConfig)
+	rc := rest.CopyConfig(base)
 	rc.UserAgent = FieldManager + "/" + name
 	if rc.QPS == 0 {
 		rc.QPS = m.cfg.Tuning.ClientQPS
@@ -163,8 +177,11 @@ func (m *Manager) clientFor(name string, g *gate, unlimited bool) (kubernetes.In
 
 // build constructs the named controller on factory's informers and returns
 // its blocking run function.
-func (m *Manager) build(name string, client kubernetes.Interface, factory informers.SharedInformerFactory, p cloudprovider.Interface) (func(context.Context), error) {
-	t := m.cfg.Tuning
+func (m *Manager) build(name string, client kubernetes.Interface, factory informers.SharedInformerFactory, p cloudprovider.Interface, proc *Process) (func(context.Context), error) {
+	t, cidrs, clusterName := m.cfg.Tuning, m.cidrs, m.cfg.ClusterName
+	if proc != nil {
+		t, cidrs, clusterName = proc.tuning, proc.cidrs, proc.Args.ClusterName
+	}
 	nodes := factory.Core().V1().Nodes()
 	switch name {
 	case profile.Node:
@@ -194,14 +211,14 @@ func (m *Manager) build(name string, client kubernetes.Interface, factory inform
 		if !ok {
 			return nil, errors.New("the cloud provider has no routes in this profile")
 		}
-		c, err := routecontroller.New(routes, client, nodes, m.cfg.ClusterName, m.cidrs)
+		c, err := routecontroller.New(routes, client, nodes, clusterName, cidrs)
 		if err != nil {
 			return nil, err
 		}
 		return func(ctx context.Context) { c.Run(ctx, t.RouteReconcilePeriod, m.metrics) }, nil
 
 	case profile.Service:
-		c, err := servicecontroller.New(p, client, factory.Core().V1().Services(), skipInitialNodeAdds{nodes}, m.cfg.ClusterName, utilfeature.DefaultFeatureGate)
+		c, err := servicecontroller.New(p, client, factory.Core().V1().Services(), skipInitialNodeAdds{nodes}, clusterName, utilfeature.DefaultFeatureGate)
 		if err != nil {
 			return nil, err
 		}

@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/ccmlab/ccmlab/controllers"
 	"github.com/ccmlab/ccmlab/internal/podlog"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
 	"github.com/ccmlab/ccmlab/lab/profile"
@@ -30,20 +31,48 @@ func TestControllersFlag(t *testing.T) {
 		{"a profile without a Service controller", kubevirt, map[string]bool{"node": true, "nodelifecycle": true}, "*"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := controllersFlag(tc.p, tc.status); got != tc.want {
+			if got := controllers.ControllersFlag(tc.p, tc.status); got != tc.want {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
 	}
-	sp := ccmStaticPod(aws, "10.244.0.0/16", map[string]bool{"node": true})
-	if sp.Stopped {
-		t.Error("a CCM with a controller on is stopped")
-	}
-	if !slices.Contains(sp.Pod.Spec.Containers[0].Command, "--cloud-provider=aws") {
-		t.Errorf("command %v", sp.Pod.Spec.Containers[0].Command)
-	}
-	if !ccmStaticPod(aws, "10.244.0.0/16", nil).Stopped {
-		t.Error("a CCM with no controller on runs")
+}
+
+// The CCM's DaemonSet is shaped like upstream's example, and its
+// arguments are ones the CCM accepts and runs as asked.
+func TestCCMDaemonSet(t *testing.T) {
+	for _, name := range profile.Names() {
+		t.Run(name, func(t *testing.T) {
+			p, _ := profile.Get(name)
+			on := map[string]bool{}
+			for _, c := range p.DefaultOn {
+				on[c] = true
+			}
+			sa, role, binding, _, ds := ccmObjects(p, "10.244.0.0/16", controllers.Tuning{ServiceWorkers: 4}, on)
+			spec := ds.Spec.Template.Spec
+			if spec.ServiceAccountName != sa.Name || binding.Subjects[0].Name != sa.Name || binding.RoleRef.Name != role.Name {
+				t.Errorf("ServiceAccount %q, binding %+v", spec.ServiceAccountName, binding)
+			}
+			if _, ok := spec.NodeSelector["node-role.kubernetes.io/control-plane"]; !ok {
+				t.Errorf("nodeSelector %v", spec.NodeSelector)
+			}
+			if len(spec.Tolerations) != 2 || !spec.HostNetwork {
+				t.Errorf("tolerations %v, hostNetwork %t", spec.Tolerations, spec.HostNetwork)
+			}
+			if !slices.Contains(spec.Containers[0].Args, "--cloud-provider="+p.ProviderName) {
+				t.Errorf("args %v", spec.Containers[0].Args)
+			}
+			a, err := controllers.ParseArgs(spec.Containers[0].Args, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := a.Enabled(p); !slices.Equal(got, p.DefaultOn) {
+				t.Errorf("the CCM would run %v, want %v", got, p.DefaultOn)
+			}
+			if !a.LeaderElect || !a.UseServiceAccountCredentials || a.ConcurrentServiceSyncs != 4 {
+				t.Errorf("parsed %+v", a)
+			}
+		})
 	}
 }
 

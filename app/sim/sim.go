@@ -195,16 +195,23 @@ func New(ctx context.Context, cfg Config) (_ *Sim, err error) {
 		Logs: cfg.Logs, CACertPEM: cfg.CACertPEM, CAKeyPEM: cfg.CAKeyPEM,
 	}
 	if cfg.ControlPlaneNode {
+		// The CCM runs as its DaemonSet's Pod on the control-plane node
+		// (ccmpod.go); that node's kubelet runs its container.
 		kc.StaticPods = s.staticPods
+		kc.Runtime = ccmRuntime{s: s}
 	}
 	if s.Kubelets, err = kubelet.New(kc); err != nil {
 		return nil, err
 	}
-	if s.Manager, err = controllers.NewManager(controllers.Config{
+	mc := controllers.Config{
 		RestConfig: cfg.RestConfig, Cloud: c, Profile: cfg.Profile, ClusterCIDR: cfg.ClusterCIDR,
 		Enabled: cfg.Controllers, Addons: cfg.Addons, Tuning: cfg.Tuning, Logger: cfg.Logger,
 		Upstream: cfg.Upstream,
-	}); err != nil {
+	}
+	if cfg.ControlPlaneNode {
+		mc.Switch = s.switchCCM // the switches patch the CCM's DaemonSet
+	}
+	if s.Manager, err = controllers.NewManager(mc); err != nil {
 		return nil, err
 	}
 	if s.Dataplane, err = dataplane.New(dataplane.Config{
@@ -247,6 +254,9 @@ func (s *Sim) Go(ctx context.Context, g *errgroup.Group) {
 	} {
 		Go(ctx, g, p.name, p.run)
 	}
+	if s.cfg.ControlPlaneNode {
+		Go(ctx, g, "ccm daemonset", s.runCCMObjects) // ccmpod.go
+	}
 }
 
 // Go runs one named part in g, with the rule of Sim.Go: an error after ctx
@@ -275,7 +285,6 @@ func (s *Sim) followSwitches(ctx context.Context) error {
 			}
 			s.History.Record(history.Entry{Kind: history.KindSwitch, Switch: &history.Switch{Controller: sc.Controller, On: sc.Enabled}})
 			s.Observer.ControllersChanged()
-			s.Kubelets.StaticPodsChanged() // the CCM's --controllers
 			if s.cfg.OnSwitch != nil {
 				s.cfg.OnSwitch(s.Manager.Status())
 			}
@@ -317,15 +326,12 @@ func (s *Sim) WaitForSync(ctx context.Context) error {
 // Close saves the cloud's state; call it after the parts have stopped.
 func (s *Sim) Close() error { return s.Cloud.Close() }
 
-// staticPods are the control-plane node's manifests: the control plane's
-// and the CCM's as its controllers run now.
+// staticPods are the control-plane node's manifests: the control
+// plane's. The CCM is no static Pod: its DaemonSet's Pod runs it.
 func (s *Sim) staticPods() []kubelet.StaticPod {
-	out := make([]kubelet.StaticPod, 0, len(s.cfg.StaticPods)+1)
+	out := make([]kubelet.StaticPod, 0, len(s.cfg.StaticPods))
 	for _, p := range s.cfg.StaticPods {
 		out = append(out, kubelet.StaticPod{Pod: p})
-	}
-	if s.Manager != nil {
-		out = append(out, ccmStaticPod(s.cfg.Profile, s.cfg.ClusterCIDR, s.Manager.Status()))
 	}
 	return out
 }

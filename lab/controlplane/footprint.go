@@ -24,8 +24,7 @@ import "strings"
 // watches them all), the certificate, bootstrap-token and legacy token
 // controllers (no kubelet here asks for a certificate or a token), the
 // volume binder and attach/detach (no storage), the job, cronjob,
-// statefulset, daemonset, HPA and disruption controllers (no exercise uses
-// them), resourceclaim (fifty idle workers) and the
+// statefulset, HPA and disruption controllers (no exercise uses them), resourceclaim (fifty idle workers) and the
 // validating-admission-policy status controller (8 MB of OpenAPI schemas).
 var kcmControllers = []string{
 	"garbage-collector-controller",
@@ -33,6 +32,9 @@ var kcmControllers = []string{
 	"serviceaccount-controller",
 	"deployment-controller",
 	"replicaset-controller",
+	// The cloud-controller-manager runs as a DaemonSet on the
+	// control-plane node, as upstream's example manifest runs it.
+	"daemonset-controller",
 	"endpoints-controller",
 	"endpointslice-controller",
 	"node-ipam-controller",

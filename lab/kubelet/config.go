@@ -54,6 +54,11 @@ type Config struct {
 	// node (the instance tagged ControlPlaneTag); its kubelet keeps a
 	// mirror Pod for each (staticpods.go). Optional.
 	StaticPods func() []StaticPod
+	// Runtime runs the containers of the Pods it claims (runtime.go);
+	// optional. CrashBackoff and MaxCrashBackoff are the back-off after a
+	// container exits (defaults 10s and 300s, the kubelet's).
+	Runtime                       Runtime
+	CrashBackoff, MaxCrashBackoff time.Duration
 
 	Clock  clock.WithTicker // default clock.RealClock{}
 	Logger *slog.Logger     // default slog.Default()
@@ -80,6 +85,12 @@ func (c *Config) validate() error {
 	if c.PodWorkers == 0 {
 		c.PodWorkers = defaultPodWorkers
 	}
+	if c.CrashBackoff == 0 {
+		c.CrashBackoff = defaultCrashBackoff
+	}
+	if c.MaxCrashBackoff == 0 {
+		c.MaxCrashBackoff = defaultMaxCrashBackoff
+	}
 	if c.Clock == nil {
 		c.Clock = clock.RealClock{}
 	}
@@ -100,6 +111,8 @@ func (c *Config) validate() error {
 		{"heartbeat interval", c.HeartbeatInterval},
 		{"node status interval", c.NodeStatusInterval},
 		{"resync interval", c.ResyncInterval},
+		{"crash back-off", c.CrashBackoff},
+		{"max crash back-off", c.MaxCrashBackoff},
 	} {
 		if d.d < 0 {
 			errs = append(errs, fmt.Errorf("%s %s: must be positive", d.name, d.d))

@@ -87,3 +87,28 @@ func (e *eventSink) containersStarted(pod *v1.Pod) {
 		r.Event(ref, v1.EventTypeNormal, "Started", "Container started")
 	}
 }
+
+func containerRef(pod *v1.Pod, c string) *v1.ObjectReference {
+	return &v1.ObjectReference{
+		Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
+		ResourceVersion: pod.ResourceVersion, FieldPath: fmt.Sprintf("spec.containers{%s}", c),
+	}
+}
+
+// backOff records what a kubelet records when a container that exited
+// waits to be restarted (v1.37's message).
+func (e *eventSink) backOff(pod *v1.Pod) {
+	if r := e.recorder(pod.Spec.NodeName); r != nil {
+		c := pod.Spec.Containers[0].Name
+		r.Eventf(containerRef(pod, c), v1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s_%s(%s)", c, pod.Name, pod.Namespace, pod.UID)
+	}
+}
+
+// killing records the stop of a deleted Pod's running container.
+func (e *eventSink) killing(pod *v1.Pod) {
+	if r := e.recorder(pod.Spec.NodeName); r != nil {
+		for _, c := range pod.Spec.Containers {
+			r.Event(containerRef(pod, c.Name), v1.EventTypeNormal, "Killing", fmt.Sprintf("Stopping container %s", c.Name))
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -75,6 +76,7 @@ type Manager struct {
 
 	api    *apiServer // nil without Config.Logs and CA
 	events *eventSink
+	rt     runtimePods // containers Config.Runtime runs
 }
 
 // New builds a Manager. Nothing runs until Run.
@@ -89,6 +91,7 @@ func New(cfg Config) (*Manager, error) {
 		byNode:   map[string]*kubelet{},
 		pools:    map[string]*ipPool{},
 		synced:   make(chan struct{}),
+		rt:       runtimePods{byID: map[types.UID]*container{}},
 	}
 	var err error
 	if m.api, err = newAPIServer(m); err != nil {
@@ -401,6 +404,11 @@ func (m *Manager) podDeleted(obj any) {
 		return
 	}
 	m.forgetPodLogs(pod) // server.go
+	if m.handled(pod) {
+		// Deleted without the kubelet finishing it (grace period 0 from
+		// elsewhere): the container stops all the same.
+		go m.stopContainer(pod.UID, runtimeGrace)
+	}
 	if IsMirrorPod(pod) {
 		// Deleting a mirror Pod does not stop a static Pod; its kubelet
 		// creates the mirror again.

@@ -68,6 +68,11 @@ func (m *Manager) syncPod(key string) error {
 	pods := m.cfg.Client.CoreV1().Pods(ns)
 
 	if pod.DeletionTimestamp != nil {
+		if m.handled(pod) {
+			// A real container stops first (the CCM leaves its work).
+			m.events.killing(pod)
+			m.stopContainer(pod.UID, gracePeriod(pod))
+		}
 		// There are no containers to stop, so termination is over at once.
 		// Deleting with grace period 0 is how a kubelet tells the apiserver
 		// so; the UID precondition keeps a same-named successor safe.
@@ -100,7 +105,14 @@ func (m *Manager) syncPod(key string) error {
 		return err
 	}
 	stopped := m.staticStopped(pod) // staticpods.go
-	if (!stopped && statusIsCurrent(pod, hostIP, podIP)) || (stopped && stoppedStatusIsCurrent(pod, hostIP)) {
+	var ctr *container
+	if m.handled(pod) {
+		c := m.syncContainer(ctx, pod, key) // runtime.go
+		ctr = &c
+		if runtimeStatusIsCurrent(pod, hostIP, podIP, c) {
+			return nil
+		}
+	} else if (!stopped && statusIsCurrent(pod, hostIP, podIP)) || (stopped && stoppedStatusIsCurrent(pod, hostIP)) {
 		return nil
 	}
 	updated := pod.DeepCopy()
@@ -109,11 +121,17 @@ func (m *Manager) syncPod(key string) error {
 	if stopped {
 		setStoppedStatus(updated, now)
 	}
+	if ctr != nil {
+		setRuntimeStatus(updated, *ctr, now)
+	}
 	_, err = pods.UpdateStatus(ctx, updated, metav1.UpdateOptions{})
 	switch {
 	case err == nil:
 		if pod.Status.StartTime == nil && !IsMirrorPod(pod) {
 			m.events.containersStarted(pod) // events.go
+		}
+		if ctr != nil && !ctr.running && !inBackOff(pod, ctr.restarts) {
+			m.events.backOff(pod)
 		}
 		return nil
 	case ctx.Err() != nil:

@@ -270,6 +270,14 @@ func LogKey(pod *v1.Pod, container string) string {
 	return podlog.PodKey(string(pod.UID), container)
 }
 
+// logKey is LogKey, or the Runtime's key for a Pod it runs.
+func (m *Manager) logKey(pod *v1.Pod, container string) string {
+	if m.handled(pod) {
+		return m.cfg.Runtime.LogKey(pod, container)
+	}
+	return LogKey(pod, container)
+}
+
 func (s *apiServer) containerLogs(w http.ResponseWriter, r *http.Request) {
 	ns, name, container := r.PathValue("namespace"), r.PathValue("pod"), r.PathValue("container")
 	pod, err := s.m.pods.Pods(ns).Get(name)
@@ -332,7 +340,7 @@ func (s *apiServer) containerLogs(w http.ResponseWriter, r *http.Request) {
 			flusher.Flush()
 		}
 	}
-	_ = s.m.cfg.Logs.Read(r.Context(), LogKey(pod, container), o, w, flush)
+	_ = s.m.cfg.Logs.Read(r.Context(), s.m.logKey(pod, container), o, w, flush)
 }
 
 // forgetPodLogs ends `kubectl logs -f` on a deleted Pod: a mirror Pod's
@@ -342,8 +350,8 @@ func (m *Manager) forgetPodLogs(pod *v1.Pod) {
 		return
 	}
 	for _, c := range pod.Spec.Containers {
-		if IsMirrorPod(pod) {
-			m.cfg.Logs.End(LogKey(pod, c.Name))
+		if IsMirrorPod(pod) || m.handled(pod) {
+			m.cfg.Logs.End(m.logKey(pod, c.Name))
 		} else {
 			m.cfg.Logs.Remove(LogKey(pod, c.Name))
 		}

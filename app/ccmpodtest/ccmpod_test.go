@@ -1,0 +1,297 @@
+package ccmpodtest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	authzv1 "k8s.io/api/authorization/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/ccmlab/ccmlab/app/apptest"
+	"github.com/ccmlab/ccmlab/app/sim"
+	"github.com/ccmlab/ccmlab/internal/testutil"
+	"github.com/ccmlab/ccmlab/lab/controlplane/cptest"
+	"github.com/ccmlab/ccmlab/lab/kubelet"
+	"github.com/ccmlab/ccmlab/lab/profile"
+)
+
+const ns = metav1.NamespaceSystem
+
+func TestCCMPod(t *testing.T) {
+	cptest.Need(t)
+	p, _ := profile.Get("aws")
+	// As `ccmlab serve` builds it: a control-plane node with the control
+	// plane's static Pods, two workers, the profile's controllers on.
+	l, err := apptest.Start(env, sim.Config{
+		Profile: p, Nodes: 2, Controllers: p.DefaultOn, ClusterCIDR: env.CP.ClusterCIDR(),
+		ControlPlaneNode: true, StaticPods: env.CP.StaticPods(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	c := env.Client
+	dsName := sim.CCMDaemonSetName(p)
+	selector := "k8s-app=" + dsName
+
+	t.Run("daemonset shape", func(t *testing.T) {
+		var ds any
+		testutil.EventuallyCtx(t, time.Minute, "the CCM's DaemonSet", func(ctx context.Context) (bool, error) {
+			d, err := c.AppsV1().DaemonSets(ns).Get(ctx, dsName, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			ds = d
+			spec := d.Spec.Template.Spec
+			if spec.ServiceAccountName != sim.CCMServiceAccount {
+				return false, fmt.Errorf("serviceAccountName %q", spec.ServiceAccountName)
+			}
+			if _, ok := spec.NodeSelector[kubelet.LabelControlPlane]; !ok {
+				return false, fmt.Errorf("nodeSelector %v", spec.NodeSelector)
+			}
+			keys := []string{}
+			for _, tol := range spec.Tolerations {
+				keys = append(keys, tol.Key)
+			}
+			if !slices.Contains(keys, "node.cloudprovider.kubernetes.io/uninitialized") || !slices.Contains(keys, kubelet.LabelControlPlane) {
+				return false, fmt.Errorf("tolerations %v", keys)
+			}
+			return true, nil
+		})
+		_ = ds
+	})
+
+	// The running CCM Pod: scheduled by the scheduler onto the
+	// control-plane node, Running and Ready.
+	runningPod := func(t *testing.T, not string) *v1.Pod {
+		t.Helper()
+		var pod *v1.Pod
+		testutil.EventuallyCtx(t, 2*time.Minute, "a running CCM Pod", func(ctx context.Context) (bool, error) {
+			pods, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+			if err != nil {
+				return false, err
+			}
+			var states []string
+			for i := range pods.Items {
+				p := &pods.Items[i]
+				states = append(states, p.Name+":"+string(p.Status.Phase))
+				if string(p.UID) == not || p.DeletionTimestamp != nil || p.Status.Phase != v1.PodRunning {
+					continue
+				}
+				if len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].Ready {
+					pod = p
+					return true, nil
+				}
+			}
+			return false, fmt.Errorf("pods %v", states)
+		})
+		return pod
+	}
+	holder := func(t *testing.T, pod *v1.Pod) {
+		t.Helper()
+		testutil.EventuallyCtx(t, time.Minute, "the Lease held by "+pod.Name, func(ctx context.Context) (bool, error) {
+			lease, err := c.CoordinationV1().Leases(ns).Get(ctx, "cloud-controller-manager", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			h := ""
+			if lease.Spec.HolderIdentity != nil {
+				h = *lease.Spec.HolderIdentity
+			}
+			if !strings.HasPrefix(h, pod.Name+"_") {
+				return false, fmt.Errorf("holder %q", h)
+			}
+			if l.Manager.Identity() != h {
+				return false, fmt.Errorf("the manager's leader %q, the Lease's %q", l.Manager.Identity(), h)
+			}
+			return true, nil
+		})
+	}
+
+	var first *v1.Pod
+	t.Run("pod scheduled and running", func(t *testing.T) {
+		first = runningPod(t, "")
+		node, err := c.CoreV1().Nodes().Get(ctx, first.Spec.NodeName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := node.Labels[kubelet.LabelControlPlane]; !ok {
+			t.Errorf("the CCM Pod runs on %s, not the control-plane node", node.Name)
+		}
+		testutil.EventuallyCtx(t, time.Minute, "the scheduler's and the kubelet's events", func(ctx context.Context) (bool, error) {
+			evs, err := c.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("involvedObject.uid", string(first.UID)).String()})
+			if err != nil {
+				return false, err
+			}
+			var reasons []string
+			for _, e := range evs.Items {
+				reasons = append(reasons, e.Reason)
+			}
+			for _, r := range []string{"Scheduled", "Pulled", "Created", "Started"} {
+				if !slices.Contains(reasons, r) {
+					return false, fmt.Errorf("events %v", reasons)
+				}
+			}
+			return true, nil
+		})
+		holder(t, first)
+		testutil.EventuallyCtx(t, 2*time.Minute, "every node initialized by the Pod's CCM", func(ctx context.Context) (bool, error) {
+			nodes, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, err
+			}
+			if len(nodes.Items) != 3 {
+				return false, fmt.Errorf("%d nodes", len(nodes.Items))
+			}
+			for _, n := range nodes.Items {
+				for _, taint := range n.Spec.Taints {
+					if taint.Key == "node.cloudprovider.kubernetes.io/uninitialized" {
+						return false, fmt.Errorf("%s is uninitialized", n.Name)
+					}
+				}
+			}
+			return true, nil
+		})
+	})
+	if first == nil {
+		t.FailNow()
+	}
+
+	t.Run("rbac", func(t *testing.T) {
+		for _, tc := range []struct {
+			verb, resource, sub string
+			want                bool
+		}{
+			{"patch", "services", "status", true},
+			{"update", "nodes", "", true},
+			{"create", "leases", "", true},
+			{"get", "secrets", "", false},
+		} {
+			t.Run(tc.verb+" "+tc.resource+"/"+tc.sub, func(t *testing.T) {
+				group := ""
+				if tc.resource == "leases" {
+					group = "coordination.k8s.io"
+				}
+				sar, err := c.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
+					User:               "system:serviceaccount:kube-system:" + sim.CCMServiceAccount,
+					ResourceAttributes: &authzv1.ResourceAttributes{Namespace: ns, Verb: tc.verb, Group: group, Resource: tc.resource, Subresource: tc.sub},
+				}}, metav1.CreateOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if sar.Status.Allowed != tc.want {
+					t.Errorf("allowed %t, want %t (%s)", sar.Status.Allowed, tc.want, sar.Status.Reason)
+				}
+			})
+		}
+	})
+
+	var second *v1.Pod
+	t.Run("deleted pod gives a new pod and a new leader", func(t *testing.T) {
+		if err := c.CoreV1().Pods(ns).Delete(ctx, first.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		second = runningPod(t, string(first.UID))
+		holder(t, second)
+	})
+
+	t.Run("switch service off patches the daemonset", func(t *testing.T) {
+		if err := l.Manager.Disable(profile.Service); err != nil {
+			t.Fatal(err)
+		}
+		ds, err := c.AppsV1().DaemonSets(ns).Get(ctx, dsName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if args := ds.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--controllers=*,-service") {
+			t.Errorf("args %v", args)
+		}
+		if st := l.Manager.Status(); st[profile.Service] || !st[profile.Node] {
+			t.Errorf("status %v", st)
+		}
+		pod := runningPod(t, string(second.UID))
+		holder(t, pod)
+
+		svc := &v1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: "ccmpod-lb", Namespace: "default"},
+			Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": "none"},
+				Ports: []v1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(80), Protocol: v1.ProtocolTCP}}},
+		}
+		if _, err := c.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = c.CoreV1().Services("default").Delete(context.Background(), svc.Name, metav1.DeleteOptions{})
+		})
+		// Barrier: the KCM has handled the Service (its EndpointSlice);
+		// the CCM that runs had as long, and no Service controller runs.
+		testutil.EventuallyCtx(t, time.Minute, "the Service's EndpointSlice", func(ctx context.Context) (bool, error) {
+			s, err := c.DiscoveryV1().EndpointSlices("default").List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=" + svc.Name})
+			return err == nil && len(s.Items) > 0, err
+		})
+		got, err := c.CoreV1().Services("default").Get(ctx, svc.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Status.LoadBalancer.Ingress) != 0 || len(l.Cloud.Snapshot().LoadBalancers) != 0 {
+			t.Errorf("with the Service controller off the Service got %v", got.Status.LoadBalancer.Ingress)
+		}
+
+		if err := l.Manager.Enable(profile.Service); err != nil {
+			t.Fatal(err)
+		}
+		testutil.EventuallyCtx(t, 2*time.Minute, "the address once the Service controller is on again", func(ctx context.Context) (bool, error) {
+			got, err := c.CoreV1().Services("default").Get(ctx, svc.Name, metav1.GetOptions{})
+			return err == nil && len(got.Status.LoadBalancer.Ingress) > 0, err
+		})
+	})
+
+	t.Run("a bad flag crash-loops", func(t *testing.T) {
+		ds, err := c.AppsV1().DaemonSets(ns).Get(ctx, dsName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		good := slices.Clone(ds.Spec.Template.Spec.Containers[0].Args)
+		ds.Spec.Template.Spec.Containers[0].Args = append(slices.Clone(good), "--no-such-flag")
+		if _, err := c.AppsV1().DaemonSets(ns).Update(ctx, ds, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		testutil.EventuallyCtx(t, 2*time.Minute, "CrashLoopBackOff with restarts", func(ctx context.Context) (bool, error) {
+			pods, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+			if err != nil {
+				return false, err
+			}
+			for _, p := range pods.Items {
+				if len(p.Status.ContainerStatuses) != 1 {
+					continue
+				}
+				cs := p.Status.ContainerStatuses[0]
+				if cs.RestartCount >= 1 && cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff" &&
+					cs.LastTerminationState.Terminated != nil && strings.Contains(cs.LastTerminationState.Terminated.Message, "no-such-flag") {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if l.Manager.Identity() != "" || l.Manager.Status()[profile.Node] {
+			t.Errorf("a crash-looping CCM leads: %q %v", l.Manager.Identity(), l.Manager.Status())
+		}
+		ds, err = c.AppsV1().DaemonSets(ns).Get(ctx, dsName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds.Spec.Template.Spec.Containers[0].Args = good
+		if _, err := c.AppsV1().DaemonSets(ns).Update(ctx, ds, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		pod := runningPod(t, "")
+		holder(t, pod)
+	})
+}
