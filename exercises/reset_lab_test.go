@@ -81,9 +81,11 @@ func TestWorldIsTheServedLab(t *testing.T) {
 		}
 		var components []string
 		for _, p := range pods.Items {
-			components = append(components, p.Labels["component"])
+			// The control plane's mirror Pods carry kubeadm's component
+			// label; the CCM's DaemonSet Pod upstream's k8s-app label.
+			components = append(components, p.Labels["component"]+p.Labels["k8s-app"])
 		}
-		for _, c := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "cloud-controller-manager"} {
+		for _, c := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", sim.CCMDaemonSetName(def.Profile)} {
 			if !slices.Contains(components, c) {
 				return false, "kube-system has no " + c + " Pod: " + strings.Join(components, ",")
 			}

@@ -5,7 +5,11 @@ package apptest
 
 import (
 	"cmp"
+	"context"
 	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"golang.org/x/sync/errgroup"
 
@@ -61,6 +65,16 @@ func Start(env *cptest.Env, cfg sim.Config) (*Lab, error) {
 	}()
 	if err := s.WaitForSync(gctx); err != nil {
 		return nil, fmt.Errorf("apptest: waiting for caches: %w", err)
+	}
+	if cfg.ControlPlaneNode {
+		// The CCM runs as its DaemonSet's Pod: tests start once a CCM
+		// process leads, as a student finds the lab once the page shows
+		// its switches on.
+		if err := wait.PollUntilContextTimeout(gctx, 50*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+			return s.Manager.Identity() != "", nil
+		}); err != nil {
+			return nil, fmt.Errorf("apptest: waiting for the CCM's Pod to lead: %w", err)
+		}
 	}
 	return l, nil
 }

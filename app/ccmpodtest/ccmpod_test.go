@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/ccmlab/ccmlab/app/apptest"
 	"github.com/ccmlab/ccmlab/app/sim"
@@ -252,23 +253,46 @@ func TestCCMPod(t *testing.T) {
 		})
 	})
 
+	t.Run("editing --controllers in the DaemonSet switches", func(t *testing.T) {
+		// What kubectl -n kube-system edit ds does: the page's switches
+		// follow what the rolled CCM runs, not the other way round.
+		setControllers := func(v string) {
+			editArgs(t, func(args []string) []string {
+				for i, a := range args {
+					if strings.HasPrefix(a, "--controllers=") {
+						args[i] = "--controllers=" + v
+					}
+				}
+				return args
+			})
+		}
+		setControllers("*,-service")
+		testutil.EventuallyCtx(t, 2*time.Minute, "the Service controller reported off by a leading CCM", func(context.Context) (bool, error) {
+			st := l.Manager.Status()
+			return !st[profile.Service] && st[profile.Node] && l.Manager.Identity() != "", nil
+		})
+		setControllers("*")
+		testutil.EventuallyCtx(t, 2*time.Minute, "the Service controller reported on again", func(context.Context) (bool, error) {
+			st := l.Manager.Status()
+			return st[profile.Service] && st[profile.Node] && l.Manager.Identity() != "", nil
+		})
+	})
+
 	t.Run("a bad flag crash-loops", func(t *testing.T) {
-		ds, err := c.AppsV1().DaemonSets(ns).Get(ctx, dsName, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		good := slices.Clone(ds.Spec.Template.Spec.Containers[0].Args)
-		ds.Spec.Template.Spec.Containers[0].Args = append(slices.Clone(good), "--no-such-flag")
-		if _, err := c.AppsV1().DaemonSets(ns).Update(ctx, ds, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		var good []string
+		editArgs(t, func(args []string) []string {
+			good = slices.Clone(args)
+			return append(args, "--no-such-flag")
+		})
 		testutil.EventuallyCtx(t, 2*time.Minute, "CrashLoopBackOff with restarts", func(ctx context.Context) (bool, error) {
 			pods, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
 			if err != nil {
 				return false, err
 			}
+			var seen []string
 			for _, p := range pods.Items {
 				if len(p.Status.ContainerStatuses) != 1 {
+					seen = append(seen, fmt.Sprintf("%s: %s, no container status", p.Name, p.Status.Phase))
 					continue
 				}
 				cs := p.Status.ContainerStatuses[0]
@@ -276,21 +300,36 @@ func TestCCMPod(t *testing.T) {
 					cs.LastTerminationState.Terminated != nil && strings.Contains(cs.LastTerminationState.Terminated.Message, "no-such-flag") {
 					return true, nil
 				}
+				seen = append(seen, fmt.Sprintf("%s: restarts %d, state %+v, last %+v", p.Name, cs.RestartCount, cs.State, cs.LastTerminationState))
 			}
-			return false, nil
+			return false, fmt.Errorf("pods %v", seen)
 		})
 		if l.Manager.Identity() != "" || l.Manager.Status()[profile.Node] {
 			t.Errorf("a crash-looping CCM leads: %q %v", l.Manager.Identity(), l.Manager.Status())
 		}
-		ds, err = c.AppsV1().DaemonSets(ns).Get(ctx, dsName, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ds.Spec.Template.Spec.Containers[0].Args = good
-		if _, err := c.AppsV1().DaemonSets(ns).Update(ctx, ds, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		editArgs(t, func([]string) []string { return good })
 		pod := runningPod(t, "")
 		holder(t, pod)
 	})
+}
+
+// editArgs rewrites the CCM container's arguments as kubectl edit would:
+// on a conflict (the DaemonSet controller writes the status meanwhile) it
+// reads the object again and retries.
+func editArgs(t *testing.T, edit func([]string) []string) {
+	t.Helper()
+	dss := env.Client.AppsV1().DaemonSets(ns)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		ds, err := dss.Get(context.Background(), sim.CCMDaemonSetName(sim.DefaultLab().Profile), metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		c := &ds.Spec.Template.Spec.Containers[0]
+		c.Args = edit(slices.Clone(c.Args))
+		_, err = dss.Update(context.Background(), ds, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

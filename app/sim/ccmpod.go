@@ -201,6 +201,7 @@ func (s *Sim) runCCMObjects(ctx context.Context) error {
 	for {
 		err := s.ensureCCMObjects(ctx)
 		if err == nil {
+			close(s.ccmApplied)
 			return nil
 		}
 		s.cfg.Logger.Warn("applying the CCM's DaemonSet; will retry", "err", err)
@@ -219,6 +220,13 @@ func (s *Sim) switchCCM(ctx context.Context, name string, on bool) error {
 	dsName := CCMDaemonSetName(s.cfg.Profile)
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		ds, err := dss.Get(ctx, dsName, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) && !s.waitCCMApplied(ctx) {
+			// The lab has not applied it yet (it is starting): the switch
+			// waits for it, as the first CCM Pod would.
+			if ds, err = dss.Get(ctx, dsName, metav1.GetOptions{}); err != nil && ctx.Err() != nil {
+				return ctx.Err()
+			}
+		}
 		if apierrors.IsNotFound(err) {
 			return fmt.Errorf("%w: the DaemonSet kube-system/%s is gone, so no CCM runs", controllers.ErrBusy, dsName)
 		}
@@ -241,6 +249,21 @@ func (s *Sim) switchCCM(ctx context.Context, name string, on bool) error {
 		_, err = dss.Update(ctx, ds, metav1.UpdateOptions{FieldManager: "ccmlab"})
 		return err
 	})
+}
+
+// waitCCMApplied reports whether the CCM's objects had been applied
+// already; if not, it waits until they are or ctx ends.
+func (s *Sim) waitCCMApplied(ctx context.Context) bool {
+	select {
+	case <-s.ccmApplied:
+		return true
+	default:
+	}
+	select {
+	case <-s.ccmApplied:
+	case <-ctx.Done():
+	}
+	return false
 }
 
 func isCCMContainer(c v1.Container) bool { return strings.HasPrefix(c.Image, ccmImageRepo+":") }

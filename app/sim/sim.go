@@ -122,6 +122,9 @@ type Sim struct {
 
 	follower *history.Follower
 	cfg      Config
+	// ccmApplied is closed once the CCM's DaemonSet and RBAC exist
+	// (runCCMObjects), so a switch at start waits for them.
+	ccmApplied chan struct{}
 }
 
 // New builds the simulation: it opens (or restores) the cloud and launches
@@ -174,7 +177,7 @@ func New(ctx context.Context, cfg Config) (_ *Sim, err error) {
 	cfg.RestConfig = rest.CopyConfig(cfg.RestConfig)
 	cfg.RestConfig.ContentType = runtime.ContentTypeProtobuf
 	cfg.RestConfig.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
-	s := &Sim{Cloud: c, cfg: cfg, Logs: cfg.Logs}
+	s := &Sim{Cloud: c, cfg: cfg, Logs: cfg.Logs, ccmApplied: make(chan struct{})}
 	if s.Client, err = kubernetes.NewForConfig(cfg.RestConfig); err != nil {
 		return nil, err
 	}

@@ -78,28 +78,40 @@ func TestClusterLooksReal(t *testing.T) {
 		testutil.Eventually(t, 60*time.Second, what, cond)
 	}
 
+	// The control plane's mirror Pods are named <component>-<node>; the
+	// CCM's is its DaemonSet's, aws-cloud-controller-manager-<suffix>.
+	const ccmDS = "aws-cloud-controller-manager"
+	ccmPodName := func() string {
+		out, _ := kubectlIn(t, dataDir, "-n", "kube-system", "get", "pods", "-l", "k8s-app="+ccmDS,
+			"--field-selector=status.phase=Running", "-o", `jsonpath={.items[*].metadata.name}`)
+		return strings.TrimSpace(out)
+	}
 	var ccmPod string
 	t.Run("kube-system Pods", func(t *testing.T) {
-		eventually(t, "five Running kube-system Pods", func() (bool, string) {
+		eventually(t, "five Running kube-system Pods on the control-plane node", func() (bool, string) {
 			out, err := kubectlIn(t, dataDir, "-n", "kube-system", "get", "pods", "-o",
 				`jsonpath={range .items[*]}{.metadata.name} {.status.phase} {.spec.nodeName}{"\n"}{end}`)
 			if err != nil {
 				return false, err.Error()
 			}
 			var names []string
+			node := ""
 			for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 				f := strings.Fields(line)
-				if len(f) != 3 || f[1] != "Running" || !strings.HasSuffix(f[0], "-"+f[2]) {
+				if len(f) != 3 || f[1] != "Running" || (node != "" && f[2] != node) {
 					return false, out
 				}
+				node = f[2]
 				comp := strings.TrimSuffix(f[0], "-"+f[2])
-				names = append(names, comp)
-				if comp == "cloud-controller-manager" {
-					ccmPod = f[0]
+				if strings.HasPrefix(f[0], ccmDS+"-") {
+					comp, ccmPod = ccmDS, f[0]
+				} else if comp == f[0] {
+					return false, out
 				}
+				names = append(names, comp)
 			}
 			slices.Sort(names)
-			want := []string{"cloud-controller-manager", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
+			want := []string{ccmDS, "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
 			return slices.Equal(names, want), out
 		})
 		out := mustKubectl(t, dataDir, "get", "nodes", "-l", "node-role.kubernetes.io/control-plane", "-o",
@@ -120,8 +132,8 @@ func TestClusterLooksReal(t *testing.T) {
 			t.Errorf("the CCM Pod does not tolerate the uninitialized taint: %s", out)
 		}
 		controllersFlag := func() string {
-			out, err := kubectlIn(t, dataDir, "-n", "kube-system", "get", "pods", "-l", "component=cloud-controller-manager",
-				"-o", `jsonpath={.items[*].spec.containers[0].command}`)
+			out, err := kubectlIn(t, dataDir, "-n", "kube-system", "get", "ds", ccmDS,
+				"-o", `jsonpath={.spec.template.spec.containers[0].args}`)
 			if err != nil {
 				return err.Error()
 			}
@@ -140,9 +152,13 @@ func TestClusterLooksReal(t *testing.T) {
 			got := controllersFlag()
 			return strings.Contains(got, `"--controllers=*"`), got
 		})
-		eventually(t, "the new CCM Pod Running", func() (bool, string) {
-			out, _ := kubectlIn(t, dataDir, "-n", "kube-system", "get", "pods", "-l", "component=cloud-controller-manager", "-o", "jsonpath={.items[*].status.phase}")
-			return out == "Running", out
+		eventually(t, "one new CCM Pod Running", func() (bool, string) {
+			name := ccmPodName()
+			if name == "" || strings.Contains(name, " ") || name == ccmPod {
+				return false, name
+			}
+			ccmPod = name
+			return true, name
 		})
 	})
 
