@@ -101,7 +101,15 @@ func (m *Manager) syncContainer(ctx context.Context, pod *v1.Pod, key string) co
 		c = &container{}
 		m.rt.byID[pod.UID] = c
 	}
-	if c.running || now.Before(c.retryAt) {
+	if c.running {
+		return *c
+	}
+	if now.Before(c.retryAt) {
+		// Every sync in back-off arms the restart again: the delaying
+		// queue keeps one ready time per key, the earliest, so a rate
+		// limited retry (a status conflict) would replace the one the
+		// exit armed and the container would never restart.
+		m.queue.AddAfter(key, c.retryAt.Sub(now))
 		return *c
 	}
 	if c.exited {
