@@ -10,6 +10,7 @@ import (
 
 	authzv1 "k8s.io/api/authorization/v1"
 	v1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -17,7 +18,9 @@ import (
 
 	"github.com/ccmlab/ccmlab/app/apptest"
 	"github.com/ccmlab/ccmlab/app/sim"
+	"github.com/ccmlab/ccmlab/internal/podlog"
 	"github.com/ccmlab/ccmlab/internal/testutil"
+	"github.com/ccmlab/ccmlab/lab/controlplane"
 	"github.com/ccmlab/ccmlab/lab/controlplane/cptest"
 	"github.com/ccmlab/ccmlab/lab/kubelet"
 	"github.com/ccmlab/ccmlab/lab/profile"
@@ -309,6 +312,65 @@ func TestCCMPod(t *testing.T) {
 		}
 		editArgs(t, func([]string) []string { return good })
 		pod := runningPod(t, "")
+		holder(t, pod)
+	})
+
+	t.Run("a trimmed role fails the CCM with Forbidden", func(t *testing.T) {
+		// Without leases in system:cloud-controller-manager the next CCM
+		// cannot take the Lease: it leads nothing and says why in its log.
+		roles := c.RbacV1().ClusterRoles()
+		role, err := roles.Get(ctx, sim.CCMClusterRole, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// klog is the process's: send it where the kubelet serves the
+		// CCM Pod's log from, as ccmlab serve does.
+		controlplane.CaptureKlog(l.Logs, 0)
+		full := role.DeepCopy()
+		trimmed := role.DeepCopy()
+		trimmed.Rules = slices.DeleteFunc(trimmed.Rules, func(r rbacv1.PolicyRule) bool { return slices.Contains(r.Resources, "leases") })
+		if len(trimmed.Rules) == len(role.Rules) {
+			t.Fatalf("the role has no rule for leases: %+v", role.Rules)
+		}
+		if _, err := roles.Update(ctx, trimmed, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		old := runningPod(t, "")
+		if err := c.CoreV1().Pods(ns).Delete(ctx, old.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		pod := runningPod(t, string(old.UID))
+		testutil.Eventually(t, time.Minute, "Forbidden on the Lease in the CCM Pod's log", func() (bool, string) {
+			// What kubectl logs of the Pod prints: the lab's kubelet serves
+			// the CCM's klog from this store.
+			lines := l.Logs.Lines(podlog.StaticKey(controlplane.ComponentCCM))
+			for _, ln := range lines {
+				// client-go's leaderelection.go logs it with the error quoted.
+				if strings.Contains(ln.Text, "leaderelection.go") && strings.Contains(ln.Text, `leases.coordination.k8s.io \"cloud-controller-manager\" is forbidden`) {
+					return true, ""
+				}
+			}
+			if len(lines) == 0 {
+				return false, "no log lines"
+			}
+			return false, "last line: " + lines[len(lines)-1].Text
+		})
+		if id := l.Manager.Identity(); id != "" {
+			t.Errorf("a CCM leads without the right to its Lease: %q", id)
+		}
+		full.ResourceVersion = ""
+		err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cur, err := roles.Get(ctx, sim.CCMClusterRole, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			cur.Rules = full.Rules
+			_, err = roles.Update(ctx, cur, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 		holder(t, pod)
 	})
 }
