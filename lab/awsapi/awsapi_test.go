@@ -387,6 +387,37 @@ func TestELB(t *testing.T) {
 			}
 			return nil
 		}},
+		{name: "CreateLoadBalancerPolicy", action: "CreateLoadBalancerPolicy", service: cloud.ServiceELB, do: func(t *testing.T) error {
+			_, err := c.CreateLoadBalancerPolicy(ctx, &elb.CreateLoadBalancerPolicyInput{LoadBalancerName: aws.String(name), PolicyName: aws.String("k8s-proxyprotocol-enabled"),
+				PolicyTypeName: aws.String("ProxyProtocolPolicyType"), PolicyAttributes: []elbtypes.PolicyAttribute{{AttributeName: aws.String("ProxyProtocol"), AttributeValue: aws.String("true")}}})
+			return err
+		}},
+		{name: "SetLoadBalancerPoliciesForBackendServer unknown policy", action: "SetLoadBalancerPoliciesForBackendServer", service: cloud.ServiceELB, code: "PolicyNotFound", do: func(t *testing.T) error {
+			_, err := c.SetLoadBalancerPoliciesForBackendServer(ctx, &elb.SetLoadBalancerPoliciesForBackendServerInput{LoadBalancerName: aws.String(name), InstancePort: aws.Int32(30080), PolicyNames: []string{"nope"}})
+			return err
+		}},
+		{name: "SetLoadBalancerPoliciesForBackendServer", action: "SetLoadBalancerPoliciesForBackendServer", service: cloud.ServiceELB, do: func(t *testing.T) error {
+			_, err := c.SetLoadBalancerPoliciesForBackendServer(ctx, &elb.SetLoadBalancerPoliciesForBackendServerInput{LoadBalancerName: aws.String(name), InstancePort: aws.Int32(30080), PolicyNames: []string{"k8s-proxyprotocol-enabled"}})
+			if err != nil {
+				return err
+			}
+			v, ok := l.cloud.LookupAWSLoadBalancer(name)
+			if !ok || !slices.Equal(v.ProxyProtocolPorts, []int32{30080}) {
+				t.Fatalf("view %+v: want proxy protocol on 30080", v)
+			}
+			return nil
+		}},
+		{name: "DescribeLoadBalancers backend policies", action: "DescribeLoadBalancers", service: cloud.ServiceELB, do: func(t *testing.T) error {
+			out, err := c.DescribeLoadBalancers(ctx, &elb.DescribeLoadBalancersInput{LoadBalancerNames: []string{name}})
+			if err != nil {
+				return err
+			}
+			b := out.LoadBalancerDescriptions[0].BackendServerDescriptions
+			if len(b) != 1 || aws.ToInt32(b[0].InstancePort) != 30080 || !slices.Equal(b[0].PolicyNames, []string{"k8s-proxyprotocol-enabled"}) {
+				t.Fatalf("backend descriptions %+v", b)
+			}
+			return nil
+		}},
 		{name: "DescribeLoadBalancers unknown", action: "DescribeLoadBalancers", service: cloud.ServiceELB, code: "LoadBalancerNotFound", do: func(t *testing.T) error {
 			_, err := c.DescribeLoadBalancers(ctx, &elb.DescribeLoadBalancersInput{LoadBalancerNames: []string{"nope"}})
 			return err
