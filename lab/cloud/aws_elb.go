@@ -435,6 +435,7 @@ func (c *Cloud) DeleteELB(ctx context.Context, name string) error {
 			return "no such load balancer (ok)", nil
 		}
 		delete(c.aws.elbs, name)
+		delete(c.aws.health, name)
 		emit(EventELB, name)
 		return "deleted " + name, nil
 	})

@@ -206,10 +206,12 @@ func (c *Cloud) DeleteNLB(ctx context.Context, arn string) error {
 	return c.awsCall(ctx, ServiceELBv2, ActionDeleteLoadBalancer, "arn="+arn, []string{arn}, func(emit emitFunc) (string, error) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if _, ok := c.aws.nlbs[arn]; !ok {
+		lb, ok := c.aws.nlbs[arn]
+		if !ok {
 			return "", notFoundLB(arn)
 		}
 		delete(c.aws.nlbs, arn)
+		delete(c.aws.health, lb.Name)
 		for a, l := range c.aws.lsns {
 			if l.LBARN == arn {
 				delete(c.aws.lsns, a)

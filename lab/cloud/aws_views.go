@@ -96,6 +96,12 @@ func (c *Cloud) AWSLoadBalancerName(id string) []string {
 	if lb, ok := c.aws.nlbs[id]; ok {
 		return []string{lb.Name}
 	}
+	// A deleted NLB: its ARN still names it (…:loadbalancer/net/<name>/<id>).
+	if _, rest, ok := strings.Cut(id, ":loadbalancer/net/"); ok {
+		if name, _, ok := strings.Cut(rest, "/"); ok {
+			return []string{name}
+		}
+	}
 	if tg, ok := c.aws.tgs[id]; ok {
 		var out []string
 		for _, a := range tg.LoadBalancerARNs {

@@ -140,6 +140,17 @@ func TestAWSLoadBalancerViews(t *testing.T) {
 			t.Errorf("DescribeTargetHealth %+v", h)
 		}
 	}
+	for _, tc := range []struct{ id, want string }{{"a1", "a1"}, {nlb.ARN, "n1"}, {tg.ARN, "n1"}} {
+		if got := c.AWSLoadBalancerName(tc.id); !slices.Equal(got, []string{tc.want}) {
+			t.Errorf("AWSLoadBalancerName(%s) = %v, want %s", tc.id, got, tc.want)
+		}
+	}
+	if err := c.DeleteNLB(ctx, nlb.ARN); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.AWSLoadBalancerName(nlb.ARN); !slices.Equal(got, []string{"n1"}) {
+		t.Errorf("AWSLoadBalancerName of a deleted NLB = %v, want n1", got)
+	}
 	if err := c.SetAWSTargetsHealth("nope", nil); !IsCode(err, ErrLBNotFound) {
 		t.Fatalf("unknown load balancer: %v", err)
 	}
