@@ -19,7 +19,7 @@ import (
 // load balancer's own addresses in the VPC, proxy protocol and client IP
 // preservation. Target health lives here too, set by the data plane's
 // health checks as for the lab's load balancers, and answered by
-// DescribeTargetHealth.
+// DescribeTargetHealth (docs/aws.md).
 
 // Kinds of the AWS model's load balancers in a LoadBalancer view; the
 // lab's own load balancers have no Kind.

@@ -15,8 +15,8 @@ import (
 )
 
 // The AWS model's load balancers (what the upstream AWS provider makes)
-// differ from the lab's own in what reaches the node (docs/architecture.md,
-// "The data plane on AWS load balancers"):
+// differ from the lab's own in what reaches the node (docs/aws.md, "The
+// data plane through Classic ELBs and NLBs"):
 //
 //   - A Classic ELB proxies TCP: it ends the client's connection and opens
 //     its own from its address in the VPC, so the node (and, under
