@@ -53,11 +53,10 @@ const (
 // Via keys of an AWS load balancer's hop: what source address the
 // instance sees, and the PROXY protocol header the Pod reads.
 const (
-	ViaELBProxy        = "via.elb.proxy"      // {src}
-	ViaNLBClientIP     = "via.nlb.client-ip"  // {client}
-	ViaNLBAddress      = "via.nlb.lb-ip"      // {src}
-	ViaProxyProtocol   = "via.proxy-protocol" // {client}
-	ViaSecurityGroupOK = "via.sg.admitted"    // {groups} {port} {rule}
+	ViaELBProxy      = "via.elb.proxy"      // {src}
+	ViaNLBClientIP   = "via.nlb.client-ip"  // {client}
+	ViaNLBAddress    = "via.nlb.lb-ip"      // {src}
+	ViaProxyProtocol = "via.proxy-protocol" // {client}
 )
 
 // Via keys: how a packet for a Pod IP travels on (Hop.ViaKey); when it
@@ -188,9 +187,6 @@ var catalog = i18n.Catalog{
 	ViaProxyProtocol: {
 		JA: "ロードバランサーが先頭に付けた PROXY ヘッダー (プロキシプロトコル) が、クライアント {client} を伝える",
 		EN: "the PROXY protocol header the load balancer sent first names the client {client}"},
-	ViaSecurityGroupOK: {
-		JA: "セキュリティグループ {groups} のルール {rule} が tcp/{port} を許可する",
-		EN: "security groups {groups} admit tcp/{port} by rule {rule}"},
 	NotListening: {
 		JA: "ロードバランサーかそのリスナーがなくなりかけています: {error}",
 		EN: "the load balancer or its listener is going away: {error}"},
