@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"net/netip"
 	"slices"
 	"strings"
@@ -188,6 +190,9 @@ func TestUpstreamLoadBalancersCarryTraffic(t *testing.T) {
 					t.Errorf("the Pod sees %s, want a node's IP (kube-proxy masquerades under Cluster)", tr.SourceIPSeenByPod)
 				}
 			}
+			if tc.name == "classic-local" {
+				viaListener(t, lab, tr.LB, tr.LBSourceIP)
+			}
 			if !tc.logClient {
 				return
 			}
@@ -200,6 +205,44 @@ func TestUpstreamLoadBalancersCarryTraffic(t *testing.T) {
 				return strings.HasPrefix(string(raw), clientIP+" - - ["), string(raw)
 			})
 		})
+	}
+}
+
+// viaListener sends a real HTTP request to the loopback listener of load
+// balancer lb, as curl would: the answer comes from the Pod, which names
+// the source it saw (the ELB's address src, not curl's 127.0.0.1).
+func viaListener(t *testing.T, lab *Lab, lb, src string) {
+	t.Helper()
+	var addr string
+	testutil.Eventually(t, time.Minute, "a listener for "+lb, func() (bool, string) {
+		for _, l := range lab.Dataplane.Listeners() {
+			if l.LB == lb && l.Port == 80 {
+				addr = l.Address
+				return true, ""
+			}
+		}
+		return false, fmt.Sprint(lab.Dataplane.Listeners())
+	})
+	// Until the first health check has run, a Local Service's other node
+	// is still a candidate target, and a request there is dropped.
+	var id string
+	testutil.Eventually(t, time.Minute, "a 200 through the listener at "+addr, func() (bool, string) {
+		resp, err := http.Get("http://" + addr + "/")
+		if err != nil {
+			return false, err.Error()
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		id = resp.Header.Get(dataplane.TraceHeader)
+		return resp.StatusCode == 200 && id != "", fmt.Sprintf("%d, trace %q: %s", resp.StatusCode, id, body)
+	})
+	i := slices.IndexFunc(lab.Dataplane.Traces(), func(tr dataplane.Trace) bool { return tr.ID == id })
+	if i < 0 {
+		t.Fatalf("no trace %s", id)
+	}
+	tr := lab.Dataplane.Traces()[i]
+	if tr.ClientIP != "127.0.0.1" || tr.SourceIPSeenByPod != src {
+		t.Errorf("through the listener: client %s, the Pod sees %s; want 127.0.0.1 and the ELB's %s", tr.ClientIP, tr.SourceIPSeenByPod, src)
 	}
 }
 
