@@ -29,6 +29,7 @@ import (
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/controlplane/cptest"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
+	"github.com/ccmlab/ccmlab/lab/dataplane/tracetext"
 )
 
 // serveUpstream builds the lab `ccmlab serve --aws-provider=upstream`
@@ -172,7 +173,7 @@ func TestUpstreamLoadBalancersCarryTraffic(t *testing.T) {
 			if !ok || lb.Kind != tc.kind {
 				t.Fatalf("the trace went through %q (kind %q), want a %s load balancer", tr.LB, lb.Kind, tc.kind)
 			}
-			t.Logf("%s: %s; source at the node %s, the Pod sees %s; groups %+v", tc.name, lb.DNSName, tr.LBSourceIP, tr.SourceIPSeenByPod, lab.Cloud.SecurityGroupViews())
+			t.Logf("%s: %s; source at the node %s, the Pod sees %s", tc.name, lb.DNSName, tr.LBSourceIP, tr.SourceIPSeenByPod)
 			switch tc.podSees {
 			case "client":
 				if tr.SourceIPSeenByPod != clientIP {
@@ -193,6 +194,9 @@ func TestUpstreamLoadBalancersCarryTraffic(t *testing.T) {
 			if tc.name == "classic-local" {
 				viaListener(t, lab, tr.LB, tr.LBSourceIP)
 			}
+			if tc.name == "classic-cluster" {
+				withoutELBRule(t, lab, lb, host, clientIP)
+			}
 			if !tc.logClient {
 				return
 			}
@@ -206,6 +210,53 @@ func TestUpstreamLoadBalancersCarryTraffic(t *testing.T) {
 			})
 		})
 	}
+	// The rules the provider made, for docs/aws.md.
+	for _, g := range lab.Cloud.SecurityGroupViews() {
+		t.Logf("security group %s (%s): %+v", g.ID, g.Name, g.Ingress)
+	}
+}
+
+// withoutELBRule revokes the rule the provider added to the nodes' group
+// for the ELB's group: requests through the ELB are dropped, the trace
+// naming the group, port and source no rule admits; authorizing it again
+// lets them through. (The Service controller adds the rule back only when
+// it syncs the load balancer again, on a change of the Service or of the
+// set of nodes, neither of which happens here.)
+func withoutELBRule(t *testing.T, lab *Lab, lb cloud.LoadBalancer, host, clientIP string) {
+	t.Helper()
+	ctx := cloud.WithService(cloud.WithCaller(env.Ctx, "user"), cloud.ServiceEC2)
+	nodeGroup := lab.Cloud.AWSNetworkInfo().NodeGroupID
+	rule := []cloud.IPPermission{{Protocol: "-1", FromPort: -1, ToPort: -1, GroupIDs: lb.SecurityGroups[:1]}}
+	if err := lab.Cloud.RevokeIngress(ctx, nodeGroup, rule); err != nil {
+		t.Fatalf("revoking the nodes' rule for %v: %v", lb.SecurityGroups, err)
+	}
+	restored := false
+	restore := func() {
+		if !restored {
+			restored = true
+			if err := lab.Cloud.AuthorizeIngress(ctx, nodeGroup, rule); err != nil {
+				t.Errorf("authorizing the rule again: %v", err)
+			}
+		}
+	}
+	defer restore()
+	testutil.Eventually(t, time.Minute, "a request dropped by the nodes' security group", func() (bool, string) {
+		tr, err := lab.Dataplane.Do(env.Ctx, dataplane.Request{Kind: dataplane.KindLoadBalancer, LB: host, ClientIP: clientIP, Origin: dataplane.OriginLab})
+		if err != nil {
+			return false, err.Error()
+		}
+		ok := tr.Status == 504 && tr.ErrorKey == tracetext.SGInstance && strings.Contains(tr.Error, nodeGroup) &&
+			strings.Contains(tr.Error, lb.SecurityGroups[0]) && strings.Contains(tr.Error, "tcp/")
+		return ok, fmt.Sprintf("status %d: %s", tr.Status, tr.Error)
+	})
+	restore()
+	testutil.Eventually(t, time.Minute, "a request through again after the rule is back", func() (bool, string) {
+		tr, err := lab.Dataplane.Do(env.Ctx, dataplane.Request{Kind: dataplane.KindLoadBalancer, LB: host, ClientIP: clientIP, Origin: dataplane.OriginLab})
+		if err != nil {
+			return false, err.Error()
+		}
+		return tr.Status == 200, fmt.Sprintf("status %d: %s", tr.Status, tr.Error)
+	})
 }
 
 // viaListener sends a real HTTP request to the loopback listener of load
