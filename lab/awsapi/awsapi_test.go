@@ -418,6 +418,28 @@ func TestELB(t *testing.T) {
 			}
 			return nil
 		}},
+		{name: "DescribeInstanceHealth before a check", action: "DescribeInstanceHealth", service: cloud.ServiceELB, do: func(t *testing.T) error {
+			out, err := c.DescribeInstanceHealth(ctx, &elb.DescribeInstanceHealthInput{LoadBalancerName: aws.String(name)})
+			if err == nil && (len(out.InstanceStates) != 1 || aws.ToString(out.InstanceStates[0].InstanceId) != l.inst[0].ID ||
+				aws.ToString(out.InstanceStates[0].State) != "OutOfService" || aws.ToString(out.InstanceStates[0].ReasonCode) != "ELB") {
+				t.Fatalf("instance states %+v", out.InstanceStates)
+			}
+			return err
+		}},
+		{name: "DescribeInstanceHealth after a passed check", action: "DescribeInstanceHealth", service: cloud.ServiceELB, do: func(t *testing.T) error {
+			if err := l.cloud.SetAWSTargetsHealth(name, []cloud.TargetHealthUpdate{{ID: l.inst[0].ID, Port: 30080, Health: cloud.TargetHealthy}}); err != nil {
+				t.Fatal(err)
+			}
+			out, err := c.DescribeInstanceHealth(ctx, &elb.DescribeInstanceHealthInput{LoadBalancerName: aws.String(name), Instances: []elbtypes.Instance{{InstanceId: aws.String(l.inst[0].ID)}}})
+			if err == nil && (len(out.InstanceStates) != 1 || aws.ToString(out.InstanceStates[0].State) != "InService") {
+				t.Fatalf("instance states %+v", out.InstanceStates)
+			}
+			return err
+		}},
+		{name: "DescribeInstanceHealth of an instance not registered", action: "DescribeInstanceHealth", service: cloud.ServiceELB, code: "InvalidInstance", do: func(t *testing.T) error {
+			_, err := c.DescribeInstanceHealth(ctx, &elb.DescribeInstanceHealthInput{LoadBalancerName: aws.String(name), Instances: []elbtypes.Instance{{InstanceId: aws.String(l.inst[1].ID)}}})
+			return err
+		}},
 		{name: "DescribeLoadBalancers unknown", action: "DescribeLoadBalancers", service: cloud.ServiceELB, code: "LoadBalancerNotFound", do: func(t *testing.T) error {
 			_, err := c.DescribeLoadBalancers(ctx, &elb.DescribeLoadBalancersInput{LoadBalancerNames: []string{"nope"}})
 			return err

@@ -31,6 +31,7 @@ func (h *Handler) elbActions() []Action {
 		act("DescribeTags", h.elbDescribeTags),
 		act("CreateLoadBalancerPolicy", h.elbCreatePolicy),
 		act("SetLoadBalancerPoliciesForBackendServer", h.elbSetBackendPolicies),
+		act("DescribeInstanceHealth", h.elbDescribeInstanceHealth),
 	}
 }
 
@@ -120,6 +121,19 @@ func (h *Handler) elbCreatePolicy(ctx context.Context, in *elb.CreateLoadBalance
 func (h *Handler) elbSetBackendPolicies(ctx context.Context, in *elb.SetLoadBalancerPoliciesForBackendServerInput) (*elb.SetLoadBalancerPoliciesForBackendServerOutput, error) {
 	return &elb.SetLoadBalancerPoliciesForBackendServerOutput{},
 		h.cfg.Cloud.SetELBBackendPolicies(ctx, aws.ToString(in.LoadBalancerName), aws.ToInt32(in.InstancePort), in.PolicyNames)
+}
+
+func (h *Handler) elbDescribeInstanceHealth(ctx context.Context, in *elb.DescribeInstanceHealthInput) (*elb.DescribeInstanceHealthOutput, error) {
+	hs, err := h.cfg.Cloud.DescribeELBInstanceHealth(ctx, aws.ToString(in.LoadBalancerName), instanceIDs(in.Instances))
+	if err != nil {
+		return nil, err
+	}
+	out := &elb.DescribeInstanceHealthOutput{InstanceStates: []elbtypes.InstanceState{}}
+	for _, s := range hs {
+		out.InstanceStates = append(out.InstanceStates, elbtypes.InstanceState{InstanceId: aws.String(s.InstanceID), State: aws.String(s.State),
+			ReasonCode: aws.String(s.ReasonCode), Description: aws.String(s.Description)})
+	}
+	return out, nil
 }
 
 func fromELBListeners(ls []elbtypes.Listener) []cloud.ELBListener {

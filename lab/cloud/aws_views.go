@@ -402,3 +402,57 @@ func (c *Cloud) SetELBBackendPolicies(ctx context.Context, name string, port int
 		return summarize(policies), nil
 	})
 }
+
+// ELBInstanceHealth is a Classic ELB's view of one registered instance.
+type ELBInstanceHealth struct {
+	InstanceID  string
+	State       string // InService, OutOfService
+	ReasonCode  string // ELB, Instance, N/A
+	Description string
+}
+
+// DescribeELBInstanceHealth answers DescribeInstanceHealth from the data
+// plane's health checks (the instance's health on every instance port):
+// InService when all are healthy; OutOfService while registration is in
+// progress (not checked yet), when a check failed, or when the instance is
+// not running. ids narrows to those instances; one not registered fails
+// the call with InvalidInstance, as on AWS.
+func (c *Cloud) DescribeELBInstanceHealth(ctx context.Context, name string, ids []string) ([]ELBInstanceHealth, error) {
+	var out []ELBInstanceHealth
+	err := c.awsCall(ctx, ServiceELB, ActionDescribeInstanceHealth, "name="+name+" instances="+summarize(ids), []string{name}, func(emitFunc) (string, error) {
+		c.mu.RLock()
+		defer c.mu.RUnlock()
+		lb, ok := c.aws.elbs[name]
+		if !ok {
+			return "", errorf(ErrLBNotFound, "There is no ACTIVE Load Balancer named '%s'", name)
+		}
+		if len(ids) == 0 {
+			ids = lb.Instances
+		}
+		v := c.elbViewLocked(lb)
+		for _, id := range ids {
+			if !slices.Contains(lb.Instances, id) {
+				return "", errorf("InvalidInstance", "Could not find EC2 instance %s registered with load balancer %s", id, name)
+			}
+			h := ELBInstanceHealth{InstanceID: id, State: "InService", ReasonCode: "N/A", Description: "N/A"}
+			for _, t := range v.Targets {
+				if t.ID != id || t.Health == TargetHealthy {
+					continue
+				}
+				h.State = "OutOfService"
+				switch t.Health {
+				case TargetInitial:
+					h.ReasonCode, h.Description = "ELB", "Instance registration is still in progress."
+				case TargetUnused:
+					h.ReasonCode, h.Description = "Instance", "Instance is in stopped state."
+				default:
+					h.ReasonCode, h.Description = "Instance", "Instance has failed at least the UnhealthyThreshold number of health checks consecutively: "+t.Reason
+				}
+				break
+			}
+			out = append(out, h)
+		}
+		return fmt.Sprintf("%d instances", len(out)), nil
+	})
+	return out, err
+}
