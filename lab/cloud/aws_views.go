@@ -127,9 +127,9 @@ func (c *Cloud) SecurityGroupViews() []SecurityGroup {
 	return out
 }
 
-// InstanceSecurityGroups is the security groups of an instance: every lab
-// instance is a node in the nodes' group.
-func (c *Cloud) InstanceSecurityGroups(string) []string {
+// NodeSecurityGroups is the security groups of every lab instance: each
+// is a node, in the nodes' group (as DescribeInstances reports it).
+func (c *Cloud) NodeSecurityGroups() []string {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.aws.net.NodeGroupID == "" {

@@ -254,7 +254,7 @@ func (d *Dataplane) syncCloud() *cloudView {
 		lbs = append(slices.Clone(lbs), aws...)
 	}
 	cv := indexCloud(lbs, c.Instances(), c.Routes(), d.vpc)
-	cv.aws = newAWSSecurity(c.SecurityGroupViews(), c.InstanceSecurityGroups(""))
+	cv.aws = newAWSSecurity(c.SecurityGroupViews(), c.NodeSecurityGroups())
 	d.cloudView.Store(cv)
 	d.syncListeners(cv)
 	return cv
