@@ -44,6 +44,17 @@ func streamCloud(ctx context.Context, c *cloud.Cloud, dp *dataplane.Dataplane, p
 					m.Op, m.Object = stream.OpUpsert, &lb
 				}
 				pub.publish(m)
+			case cloud.EventELB:
+				// A Classic ELB or NLB (or one of its target groups or
+				// listeners) changed: the page gets its view as a load
+				// balancer, like the lab's own.
+				for _, name := range c.AWSLoadBalancerName(e.ID) {
+					m := stream.LoadBalancerChange{Kind: stream.KindLoadBalancer, Op: stream.OpDelete, ID: name}
+					if lb, ok := c.LookupAWSLoadBalancer(name); ok {
+						m.Op, m.Object = stream.OpUpsert, &lb
+					}
+					pub.publish(m)
+				}
 			case cloud.EventRoute:
 				pub.publish(stream.RoutesChange{Kind: stream.KindRoutes, Routes: c.Snapshot().Routes})
 			case cloud.EventFaults:

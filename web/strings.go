@@ -225,6 +225,8 @@ var pageTexts = i18n.Catalog{
 	"lbs.empty":              {JA: "ロードバランサーはまだありません", EN: "No load balancers yet"},
 	"lb.for":                 {JA: "Service {name} 用", EN: "for Service {name}"},
 	"lb.listeners":           {JA: "リスナー", EN: "Listeners"},
+	"lb.kind.classic":        {JA: "Classic ELB (クラシックロードバランサー)", EN: "Classic ELB"},
+	"lb.kind.network":        {JA: "NLB (ネットワークロードバランサー)", EN: "NLB (Network Load Balancer)"},
 	"lb.curl":                {JA: "手元で試す:", EN: "Try it locally:"},
 	"lb.targets":             {JA: "ターゲット ({mode} モード)", EN: "Targets ({mode} mode)"},
 	"lb.notargets":           {JA: "ターゲットはまだ登録されていません", EN: "No targets registered yet"},

@@ -387,6 +387,59 @@ func TestELB(t *testing.T) {
 			}
 			return nil
 		}},
+		{name: "CreateLoadBalancerPolicy", action: "CreateLoadBalancerPolicy", service: cloud.ServiceELB, do: func(t *testing.T) error {
+			_, err := c.CreateLoadBalancerPolicy(ctx, &elb.CreateLoadBalancerPolicyInput{LoadBalancerName: aws.String(name), PolicyName: aws.String("k8s-proxyprotocol-enabled"),
+				PolicyTypeName: aws.String("ProxyProtocolPolicyType"), PolicyAttributes: []elbtypes.PolicyAttribute{{AttributeName: aws.String("ProxyProtocol"), AttributeValue: aws.String("true")}}})
+			return err
+		}},
+		{name: "SetLoadBalancerPoliciesForBackendServer unknown policy", action: "SetLoadBalancerPoliciesForBackendServer", service: cloud.ServiceELB, code: "PolicyNotFound", do: func(t *testing.T) error {
+			_, err := c.SetLoadBalancerPoliciesForBackendServer(ctx, &elb.SetLoadBalancerPoliciesForBackendServerInput{LoadBalancerName: aws.String(name), InstancePort: aws.Int32(30080), PolicyNames: []string{"nope"}})
+			return err
+		}},
+		{name: "SetLoadBalancerPoliciesForBackendServer", action: "SetLoadBalancerPoliciesForBackendServer", service: cloud.ServiceELB, do: func(t *testing.T) error {
+			_, err := c.SetLoadBalancerPoliciesForBackendServer(ctx, &elb.SetLoadBalancerPoliciesForBackendServerInput{LoadBalancerName: aws.String(name), InstancePort: aws.Int32(30080), PolicyNames: []string{"k8s-proxyprotocol-enabled"}})
+			if err != nil {
+				return err
+			}
+			v, ok := l.cloud.LookupAWSLoadBalancer(name)
+			if !ok || !slices.Equal(v.ProxyProtocolPorts, []int32{30080}) {
+				t.Fatalf("view %+v: want proxy protocol on 30080", v)
+			}
+			return nil
+		}},
+		{name: "DescribeLoadBalancers backend policies", action: "DescribeLoadBalancers", service: cloud.ServiceELB, do: func(t *testing.T) error {
+			out, err := c.DescribeLoadBalancers(ctx, &elb.DescribeLoadBalancersInput{LoadBalancerNames: []string{name}})
+			if err != nil {
+				return err
+			}
+			b := out.LoadBalancerDescriptions[0].BackendServerDescriptions
+			if len(b) != 1 || aws.ToInt32(b[0].InstancePort) != 30080 || !slices.Equal(b[0].PolicyNames, []string{"k8s-proxyprotocol-enabled"}) {
+				t.Fatalf("backend descriptions %+v", b)
+			}
+			return nil
+		}},
+		{name: "DescribeInstanceHealth before a check", action: "DescribeInstanceHealth", service: cloud.ServiceELB, do: func(t *testing.T) error {
+			out, err := c.DescribeInstanceHealth(ctx, &elb.DescribeInstanceHealthInput{LoadBalancerName: aws.String(name)})
+			if err == nil && (len(out.InstanceStates) != 1 || aws.ToString(out.InstanceStates[0].InstanceId) != l.inst[0].ID ||
+				aws.ToString(out.InstanceStates[0].State) != "OutOfService" || aws.ToString(out.InstanceStates[0].ReasonCode) != "ELB") {
+				t.Fatalf("instance states %+v", out.InstanceStates)
+			}
+			return err
+		}},
+		{name: "DescribeInstanceHealth after a passed check", action: "DescribeInstanceHealth", service: cloud.ServiceELB, do: func(t *testing.T) error {
+			if err := l.cloud.SetAWSTargetsHealth(name, []cloud.TargetHealthUpdate{{ID: l.inst[0].ID, Port: 30080, Health: cloud.TargetHealthy}}); err != nil {
+				t.Fatal(err)
+			}
+			out, err := c.DescribeInstanceHealth(ctx, &elb.DescribeInstanceHealthInput{LoadBalancerName: aws.String(name), Instances: []elbtypes.Instance{{InstanceId: aws.String(l.inst[0].ID)}}})
+			if err == nil && (len(out.InstanceStates) != 1 || aws.ToString(out.InstanceStates[0].State) != "InService") {
+				t.Fatalf("instance states %+v", out.InstanceStates)
+			}
+			return err
+		}},
+		{name: "DescribeInstanceHealth of an instance not registered", action: "DescribeInstanceHealth", service: cloud.ServiceELB, code: "InvalidInstance", do: func(t *testing.T) error {
+			_, err := c.DescribeInstanceHealth(ctx, &elb.DescribeInstanceHealthInput{LoadBalancerName: aws.String(name), Instances: []elbtypes.Instance{{InstanceId: aws.String(l.inst[1].ID)}}})
+			return err
+		}},
 		{name: "DescribeLoadBalancers unknown", action: "DescribeLoadBalancers", service: cloud.ServiceELB, code: "LoadBalancerNotFound", do: func(t *testing.T) error {
 			_, err := c.DescribeLoadBalancers(ctx, &elb.DescribeLoadBalancersInput{LoadBalancerNames: []string{"nope"}})
 			return err

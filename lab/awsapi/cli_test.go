@@ -85,6 +85,7 @@ func TestAWSCLI(t *testing.T) {
 		{[]string{"ec2", "describe-route-tables"}, []string{l.net.RouteTableID, "10.244.1.0/24", l.net.InternetGatewayID}},
 		{[]string{"ec2", "describe-subnets"}, []string{l.net.Subnets[0].ID, "kubernetes.io/role/elb"}},
 		{[]string{"elb", "describe-load-balancers"}, []string{dns, l.inst[0].ID, "TCP:30080"}},
+		{[]string{"elb", "describe-instance-health", "--load-balancer-name", "a1"}, []string{l.inst[0].ID, "OutOfService", "registration is still in progress"}},
 		{[]string{"elbv2", "describe-load-balancers"}, []string{nlb.ARN, nlb.DNSName, "active"}},
 		{[]string{"elbv2", "describe-target-groups"}, []string{tg.ARN, "30081"}},
 		{[]string{"elbv2", "describe-target-health", "--target-group-arn", tg.ARN}, []string{l.inst[1].ID, "healthy"}},
@@ -114,7 +115,7 @@ func TestAWSCLI(t *testing.T) {
 			n++
 		}
 	}
-	if n != 8 {
-		t.Fatalf("%d calls by aws-cli in the call log, want 8", n)
+	if n != 9 {
+		t.Fatalf("%d calls by aws-cli in the call log, want 9", n)
 	}
 }

@@ -29,6 +29,9 @@ func (h *Handler) elbActions() []Action {
 		act("DetachLoadBalancerFromSubnets", h.elbDetachSubnets),
 		act("AddTags", h.elbAddTags),
 		act("DescribeTags", h.elbDescribeTags),
+		act("CreateLoadBalancerPolicy", h.elbCreatePolicy),
+		act("SetLoadBalancerPoliciesForBackendServer", h.elbSetBackendPolicies),
+		act("DescribeInstanceHealth", h.elbDescribeInstanceHealth),
 	}
 }
 
@@ -82,7 +85,7 @@ func (h *Handler) elbDescribeLoadBalancers(ctx context.Context, in *elb.Describe
 				Timeout: aws.Int32(lb.HealthCheck.Timeout), HealthyThreshold: aws.Int32(lb.HealthCheck.HealthyThreshold),
 				UnhealthyThreshold: aws.Int32(lb.HealthCheck.UnhealthyThreshold)},
 			Policies:                  &elbtypes.Policies{AppCookieStickinessPolicies: []elbtypes.AppCookieStickinessPolicy{}, LBCookieStickinessPolicies: []elbtypes.LBCookieStickinessPolicy{}, OtherPolicies: []string{}},
-			BackendServerDescriptions: []elbtypes.BackendServerDescription{},
+			BackendServerDescriptions: backendDescriptions(lb.BackendPolicies),
 			SourceSecurityGroup:       &elbtypes.SourceSecurityGroup{GroupName: aws.String("amazon-elb-sg"), OwnerAlias: aws.String("amazon-elb")},
 		}
 		for _, l := range lb.Listeners {
@@ -93,6 +96,42 @@ func (h *Handler) elbDescribeLoadBalancers(ctx context.Context, in *elb.Describe
 			d.ListenerDescriptions = append(d.ListenerDescriptions, elbtypes.ListenerDescription{Listener: &el, PolicyNames: []string{}})
 		}
 		out.LoadBalancerDescriptions = append(out.LoadBalancerDescriptions, d)
+	}
+	return out, nil
+}
+
+// backendDescriptions lists the instance ports that have policies, as the
+// provider reads them to keep proxy protocol in sync.
+func backendDescriptions(m map[int32][]string) []elbtypes.BackendServerDescription {
+	out := []elbtypes.BackendServerDescription{}
+	for _, port := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, elbtypes.BackendServerDescription{InstancePort: aws.Int32(port), PolicyNames: slices.Clone(m[port])})
+	}
+	return out
+}
+
+func (h *Handler) elbCreatePolicy(ctx context.Context, in *elb.CreateLoadBalancerPolicyInput) (*elb.CreateLoadBalancerPolicyOutput, error) {
+	p := cloud.ELBPolicy{Name: aws.ToString(in.PolicyName), Type: aws.ToString(in.PolicyTypeName), Attributes: map[string]string{}}
+	for _, a := range in.PolicyAttributes {
+		p.Attributes[aws.ToString(a.AttributeName)] = aws.ToString(a.AttributeValue)
+	}
+	return &elb.CreateLoadBalancerPolicyOutput{}, h.cfg.Cloud.CreateELBPolicy(ctx, aws.ToString(in.LoadBalancerName), p)
+}
+
+func (h *Handler) elbSetBackendPolicies(ctx context.Context, in *elb.SetLoadBalancerPoliciesForBackendServerInput) (*elb.SetLoadBalancerPoliciesForBackendServerOutput, error) {
+	return &elb.SetLoadBalancerPoliciesForBackendServerOutput{},
+		h.cfg.Cloud.SetELBBackendPolicies(ctx, aws.ToString(in.LoadBalancerName), aws.ToInt32(in.InstancePort), in.PolicyNames)
+}
+
+func (h *Handler) elbDescribeInstanceHealth(ctx context.Context, in *elb.DescribeInstanceHealthInput) (*elb.DescribeInstanceHealthOutput, error) {
+	hs, err := h.cfg.Cloud.DescribeELBInstanceHealth(ctx, aws.ToString(in.LoadBalancerName), instanceIDs(in.Instances))
+	if err != nil {
+		return nil, err
+	}
+	out := &elb.DescribeInstanceHealthOutput{InstanceStates: []elbtypes.InstanceState{}}
+	for _, s := range hs {
+		out.InstanceStates = append(out.InstanceStates, elbtypes.InstanceState{InstanceId: aws.String(s.InstanceID), State: aws.String(s.State),
+			ReasonCode: aws.String(s.ReasonCode), Description: aws.String(s.Description)})
 	}
 	return out, nil
 }

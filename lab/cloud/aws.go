@@ -87,6 +87,8 @@ const (
 	ActionDescribeNetworkInterfaces         = "DescribeNetworkInterfaces"
 	ActionDescribeInstanceTopology          = "DescribeInstanceTopology"
 	ActionSetLoadBalancerPoliciesOfListener = "SetLoadBalancerPoliciesOfListener"
+	ActionCreateLoadBalancerPolicy          = "CreateLoadBalancerPolicy"
+	ActionSetBackendPolicies                = "SetLoadBalancerPoliciesForBackendServer"
 )
 
 var awsActions = []string{
@@ -106,7 +108,7 @@ var awsActions = []string{
 	ActionDescribeTargetGroupAttributes, ActionModifyTargetGroupAttributes,
 	ActionDescribeLoadBalancerPolicies, ActionDescribeInstanceHealth,
 	ActionDescribeNetworkInterfaces, ActionSetLoadBalancerPoliciesOfListener,
-	ActionDescribeInstanceTopology,
+	ActionDescribeInstanceTopology, ActionCreateLoadBalancerPolicy, ActionSetBackendPolicies,
 }
 
 // AWSActions returns the AWS wire API's actions that are not also lab
@@ -199,6 +201,9 @@ type awsState struct {
 	// instanceTags are tags added by CreateTags to instances, merged over
 	// Instance.Tags.
 	seq uint64 // for ARNs and DNS digits that must not collide
+	// health is the data plane's finding per load balancer view name and
+	// "id:port" (aws_views.go); not persisted.
+	health map[string]map[string]healthRec
 }
 
 func newAWSState() *awsState {

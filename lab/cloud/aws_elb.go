@@ -26,6 +26,20 @@ type ClassicELB struct {
 	Attributes     ELBAttributes     `json:"attributes"`
 	Tags           map[string]string `json:"tags,omitempty"`
 	CreatedAt      time.Time         `json:"createdAt"`
+	// Policies are the load balancer's policies (CreateLoadBalancerPolicy);
+	// BackendPolicies names the ones applied to an instance port
+	// (SetLoadBalancerPoliciesForBackendServer). The AWS provider puts a
+	// ProxyProtocolPolicyType policy on every NodePort for the
+	// proxy-protocol annotation.
+	Policies        []ELBPolicy        `json:"policies,omitempty"`
+	BackendPolicies map[int32][]string `json:"backendPolicies,omitempty"`
+}
+
+// ELBPolicy is a classic load balancer policy.
+type ELBPolicy struct {
+	Name       string            `json:"name"`
+	Type       string            `json:"type"`
+	Attributes map[string]string `json:"attributes,omitempty"`
 }
 
 // ELBListener maps a load balancer port to an instance port (the Service's
@@ -68,6 +82,16 @@ func (lb *ClassicELB) clone() ClassicELB {
 	out.Zones = slices.Clone(lb.Zones)
 	out.SecurityGroups = slices.Clone(lb.SecurityGroups)
 	out.Tags = cloneTags(lb.Tags)
+	out.Policies = slices.Clone(lb.Policies)
+	for i, p := range out.Policies {
+		out.Policies[i].Attributes = maps.Clone(p.Attributes)
+	}
+	if lb.BackendPolicies != nil {
+		out.BackendPolicies = make(map[int32][]string, len(lb.BackendPolicies))
+		for port, names := range lb.BackendPolicies {
+			out.BackendPolicies[port] = slices.Clone(names)
+		}
+	}
 	return out
 }
 
@@ -411,6 +435,7 @@ func (c *Cloud) DeleteELB(ctx context.Context, name string) error {
 			return "no such load balancer (ok)", nil
 		}
 		delete(c.aws.elbs, name)
+		delete(c.aws.health, name)
 		emit(EventELB, name)
 		return "deleted " + name, nil
 	})

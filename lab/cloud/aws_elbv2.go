@@ -206,10 +206,12 @@ func (c *Cloud) DeleteNLB(ctx context.Context, arn string) error {
 	return c.awsCall(ctx, ServiceELBv2, ActionDeleteLoadBalancer, "arn="+arn, []string{arn}, func(emit emitFunc) (string, error) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if _, ok := c.aws.nlbs[arn]; !ok {
+		lb, ok := c.aws.nlbs[arn]
+		if !ok {
 			return "", notFoundLB(arn)
 		}
 		delete(c.aws.nlbs, arn)
+		delete(c.aws.health, lb.Name)
 		for a, l := range c.aws.lsns {
 			if l.LBARN == arn {
 				delete(c.aws.lsns, a)
@@ -434,9 +436,10 @@ type TargetHealthView struct {
 	Description string
 }
 
-// DescribeTargetHealth reports each target's health, derived from its
-// instance: a running instance is healthy (the AWS model has no prober of
-// its own), anything else unused with Target.InvalidState.
+// DescribeTargetHealth reports each target's health: what the data
+// plane's health checks found (healthy until they have run: the AWS model
+// has no prober of its own), unused with Target.InvalidState on an
+// instance that is not running.
 func (c *Cloud) DescribeTargetHealth(ctx context.Context, arn string) ([]TargetHealthView, error) {
 	var out []TargetHealthView
 	err := c.awsCall(ctx, ServiceELBv2, ActionDescribeTargetHealth, "tg="+arn, []string{arn}, func(emitFunc) (string, error) {
@@ -448,6 +451,16 @@ func (c *Cloud) DescribeTargetHealth(ctx context.Context, arn string) ([]TargetH
 		}
 		for _, t := range tg.Targets {
 			v := TargetHealthView{TGTarget: t, State: string(TargetHealthy)}
+			// What the data plane's health checks found, when they have
+			// checked this target for the load balancer.
+			for _, a := range tg.LoadBalancerARNs {
+				if lb, ok := c.aws.nlbs[a]; ok {
+					if h, ok := c.awsHealthLocked(lb.Name, t.ID, t.Port); ok {
+						v.State, v.Reason = string(h.health), healthReasonCode(h.health, h.reason)
+						v.Description = h.reason
+					}
+				}
+			}
 			if len(tg.LoadBalancerARNs) == 0 {
 				v.State, v.Reason, v.Description = string(TargetUnused), "Target.NotInUse", "Target group is not configured to receive traffic from the load balancer"
 			} else if rec, ok := c.instances[t.ID]; !ok || rec.State != InstanceRunning {
@@ -458,6 +471,18 @@ func (c *Cloud) DescribeTargetHealth(ctx context.Context, arn string) ([]TargetH
 		return fmt.Sprintf("%d targets", len(out)), nil
 	})
 	return out, err
+}
+
+// healthReasonCode is the ELBv2 reason code for a state the data plane
+// recorded with a free-text reason.
+func healthReasonCode(h TargetHealth, reason string) string {
+	switch h {
+	case TargetUnhealthy:
+		return "Target.FailedHealthChecks"
+	case TargetInitial:
+		return reasonRegistering
+	}
+	return reason
 }
 
 // DeleteTargetGroup deletes a target group no listener uses.

@@ -93,6 +93,20 @@ type LoadBalancer struct {
 	HealthCheck *HealthCheck      `json:"healthCheck,omitempty"`
 	Tags        map[string]string `json:"tags,omitempty"`
 	CreatedAt   time.Time         `json:"createdAt"`
+
+	// The AWS model's Classic ELBs and NLBs (aws_views.go) also have:
+	Kind           string      `json:"kind,omitempty"` // LBKindClassic or LBKindNetwork; "" for the lab's own
+	Subnets        []string    `json:"subnets,omitempty"`
+	SecurityGroups []string    `json:"securityGroups,omitempty"`
+	Addresses      []LBAddress `json:"addresses,omitempty"` // its own addresses in the VPC, one per subnet
+	// PreserveClientIP: an NLB target group's preserve_client_ip.enabled;
+	// without it the targets see one of Addresses.
+	PreserveClientIP bool `json:"preserveClientIP,omitempty"`
+	// ProxyProtocolPorts are the target ports the load balancer sends a
+	// PROXY protocol header to, with the client's address, before the
+	// connection's data (a Classic ELB's backend policy, an NLB target
+	// group's proxy_protocol_v2.enabled).
+	ProxyProtocolPorts []int32 `json:"proxyProtocolPorts,omitempty"`
 }
 
 func (lb *LoadBalancer) clone() LoadBalancer {
@@ -107,6 +121,10 @@ func (lb *LoadBalancer) clone() LoadBalancer {
 		out.HealthCheck = &hc
 	}
 	out.Tags = cloneTags(lb.Tags)
+	out.Subnets = slices.Clone(lb.Subnets)
+	out.SecurityGroups = slices.Clone(lb.SecurityGroups)
+	out.Addresses = slices.Clone(lb.Addresses)
+	out.ProxyProtocolPorts = slices.Clone(lb.ProxyProtocolPorts)
 	return out
 }
 

@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"cmp"
 	"net/http"
 
 	v1 "k8s.io/api/core/v1"
@@ -18,6 +19,12 @@ type Delivery struct {
 	Nginx     bool // the image answers like nginx
 	Trace     string
 	ClientIP  string
+	// PeerIP is the connection's source when a PROXY protocol header
+	// named another client (ClientIP): the load balancer's address, or a
+	// node's after kube-proxy's masquerade. The lab's Pods read the header
+	// as nginx does with "listen ... proxy_protocol" and real_ip_header
+	// proxy_protocol, so the access log shows the client.
+	PeerIP    string
 	Method    string
 	URI       string
 	Proto     string
@@ -50,7 +57,10 @@ func (d *Dataplane) delivered(pod *v1.Pod, port int32, tr *Trace, method, uri st
 	_, nginx := nginxVersion(image)
 	dv := Delivery{
 		Pod: pod, Container: deliverContainer(pod, port), Image: image, Nginx: nginx, Trace: tr.ID,
-		ClientIP: tr.SourceIPSeenByPod, Method: method, URI: uri, Proto: "HTTP/1.1", Status: a.status, Bytes: len(a.body),
+		ClientIP: cmp.Or(tr.ProxyProtocolClientIP, tr.SourceIPSeenByPod), Method: method, URI: uri, Proto: "HTTP/1.1", Status: a.status, Bytes: len(a.body),
+	}
+	if tr.ProxyProtocolClientIP != "" {
+		dv.PeerIP = tr.SourceIPSeenByPod
 	}
 	if method == http.MethodHead {
 		dv.Bytes = 0

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -235,7 +236,7 @@ func (d *Dataplane) Run(ctx context.Context) error {
 
 func relevantEvent(ev cloud.Event) bool {
 	switch ev.Kind {
-	case cloud.EventLoadBalancer, cloud.EventInstance, cloud.EventRoute:
+	case cloud.EventLoadBalancer, cloud.EventInstance, cloud.EventRoute, cloud.EventELB, cloud.EventSecurityGroup:
 		return true
 	}
 	return false
@@ -245,7 +246,15 @@ func relevantEvent(ev cloud.Event) bool {
 // closes listeners to match it. Only Run's goroutine calls it.
 func (d *Dataplane) syncCloud() *cloudView {
 	c := d.cfg.Cloud
-	cv := indexCloud(c.LoadBalancerViews(), c.Instances(), c.Routes(), d.vpc)
+	// The lab's own load balancers, then the AWS model's Classic ELBs and
+	// NLBs (made by the upstream AWS provider), with the security groups
+	// those are checked against.
+	lbs := c.LoadBalancerViews()
+	if aws := c.AWSLoadBalancerViews(); len(aws) > 0 {
+		lbs = append(slices.Clone(lbs), aws...)
+	}
+	cv := indexCloud(lbs, c.Instances(), c.Routes(), d.vpc)
+	cv.aws = newAWSSecurity(c.SecurityGroupViews(), c.NodeSecurityGroups())
 	d.cloudView.Store(cv)
 	d.syncListeners(cv)
 	return cv

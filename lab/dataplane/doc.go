@@ -27,6 +27,13 @@
 //     Trace of hops (client, lb, node, nodeport, dnat, forward, pod) kept in
 //     a ring and fanned out to subscribers; the web page animates them.
 //
+// The AWS model's Classic ELBs and NLBs, which the upstream AWS provider
+// makes, are load balancers here too (aws.go), with what AWS does on top:
+// a Classic ELB proxies TCP, so the node sees the ELB's own VPC address;
+// an NLB keeps the client's for instance targets; a PROXY protocol header
+// carries the client to the Pod's access log; and security groups drop
+// what no rule admits, the trace naming the rule that is missing.
+//
 // The Pods answer themselves (pod.go): an nginx image answers like nginx,
 // anything else with a short text naming the Pod, its node and the source
 // IP it saw, which is where students see SNAT happen or not.

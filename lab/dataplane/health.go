@@ -82,6 +82,11 @@ func (e *env) targetHealth(lb *cloud.LoadBalancer, svc *v1.Service, t cloud.Targ
 	if node == nil {
 		return cloud.TargetUnhealthy, fmt.Sprintf("instance %s has no Node", t.ID), true
 	}
+	if isAWS(lb) {
+		if reason, ok := e.awsTargetHealth(lb, t, inst); !ok {
+			return cloud.TargetUnhealthy, reason, true
+		}
+	}
 	if hc := lb.HealthCheck; hc != nil && strings.HasPrefix(strings.ToUpper(hc.Protocol), "HTTP") {
 		if a, found := e.healthCheckNodePort(node, hc.Port); found {
 			if a.LocalEndpoints > 0 {
@@ -150,6 +155,7 @@ func (e *env) readyIPs(svc *v1.Service) map[string]bool {
 // healthChange is one target whose recorded health is to change.
 type healthChange struct {
 	LB     string
+	AWS    bool // an AWS model load balancer: SetAWSTargetsHealth
 	Target string
 	Port   int32
 	Health cloud.TargetHealth
@@ -167,7 +173,7 @@ func (e *env) healthChanges() []healthChange {
 		for _, t := range lb.Targets {
 			h, reason, ok := e.targetHealth(lb, svc, t)
 			if ok && (h != t.Health || reason != t.Reason) {
-				out = append(out, healthChange{LB: lb.Name, Target: t.ID, Port: t.Port, Health: h, Reason: reason})
+				out = append(out, healthChange{LB: lb.Name, AWS: isAWS(lb), Target: t.ID, Port: t.Port, Health: h, Reason: reason})
 			}
 		}
 	}
@@ -189,7 +195,11 @@ func (d *Dataplane) checkHealth(cv *cloudView) {
 		for i, c := range changes[:n] {
 			updates[i] = cloud.TargetHealthUpdate{ID: c.Target, Port: c.Port, Health: c.Health, Reason: c.Reason}
 		}
-		if err := d.cfg.Cloud.SetTargetsHealth(lb, updates); err != nil {
+		set := d.cfg.Cloud.SetTargetsHealth
+		if changes[0].AWS {
+			set = d.cfg.Cloud.SetAWSTargetsHealth
+		}
+		if err := set(lb, updates); err != nil {
 			// A target or the load balancer went away since the snapshot;
 			// the next round works from a fresh one.
 			d.log.Debug("setting target health", "lb", lb, "targets", n, "err", err)

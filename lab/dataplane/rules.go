@@ -49,6 +49,9 @@ type cloudView struct {
 	instByDNS map[string]*cloud.Instance
 	routes    []cloudRoute // longest prefix first
 	vpc       netip.Prefix
+	// aws holds the security groups the AWS model's load balancers are
+	// checked against (aws.go); nil in views built without them.
+	aws *awsSecurity
 }
 
 type cloudRoute struct {
@@ -550,6 +553,13 @@ func (e *env) routeLoadBalancer(tr *Trace, lb *cloud.LoadBalancer, l cloud.Liste
 		tr.Service = svcKey(svc)
 	}
 	front := hostPort(cmp.Or(lb.DNSName, lb.IP, lb.Name), l.Port)
+	if isAWS(lb) {
+		if fail, ok := e.lbAdmits(lb, l.Port, tr.ClientIP); !ok {
+			tr.hop(Hop{Kind: HopLB, Address: front}.say(fail, i18n.Msg{}))
+			tr.fail(statusDropped, fail)
+			return reached{}
+		}
+	}
 	t, picked, fail, ok := pickTarget(lb, l, e.pick)
 	if !ok {
 		tr.hop(Hop{Kind: HopLB, Address: front}.say(fail, i18n.Msg{}))
@@ -562,6 +572,9 @@ func (e *env) routeLoadBalancer(tr *Trace, lb *cloud.LoadBalancer, l cloud.Liste
 
 	inst := e.cloud.instByID[t.ID]
 	node := e.nodeForInstance(inst)
+	if isAWS(lb) {
+		return e.routeAWSTarget(tr, lb, front, picked, t, inst, node)
+	}
 	tr.hop(Hop{Kind: HopLB, Node: nodeName(node), Address: front}.say(picked, i18n.Msg{}))
 	switch {
 	case inst == nil:
@@ -718,8 +731,12 @@ func (e *env) deliver(tr *Trace, from *v1.Node, ep endpoint, src string) reached
 	tr.PodNode = podNode
 	tr.PodIP = ep.IP
 	tr.SourceIPSeenByPod = src
+	var via i18n.Msg
+	if tr.ProxyProtocolClientIP != "" {
+		via = why(tracetext.ViaProxyProtocol, "client", tr.ProxyProtocolClientIP)
+	}
 	tr.hop(Hop{Kind: HopPod, Node: podNode, Address: ep.addr()}.say(
-		why(tracetext.HopPod, "pod", tr.Pod, "src", src), i18n.Msg{}))
+		why(tracetext.HopPod, "pod", tr.Pod, "src", src), via))
 	return reached{pod: pod, port: ep.Port}
 }
 

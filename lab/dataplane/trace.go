@@ -98,9 +98,16 @@ type Trace struct {
 	// crossed the network once more.
 	ExtraHop          bool   `json:"extraHop"`
 	SourceIPSeenByPod string `json:"sourceIPSeenByPod,omitempty"`
-	Policy            string `json:"policy,omitempty"`     // Cluster or Local
-	TargetType        string `json:"targetType,omitempty"` // instance or ip, for load balancer traffic
-	Status            int    `json:"status"`
+	// LBSourceIP is the source address an AWS load balancer's packet has
+	// at the node: a Classic ELB's own VPC address, or the client's
+	// through an NLB that preserves it.
+	LBSourceIP string `json:"lbSourceIP,omitempty"`
+	// ProxyProtocolClientIP is the client address in the PROXY protocol
+	// header the load balancer sent first, when it sends one.
+	ProxyProtocolClientIP string `json:"proxyProtocolClientIP,omitempty"`
+	Policy                string `json:"policy,omitempty"`     // Cluster or Local
+	TargetType            string `json:"targetType,omitempty"` // instance or ip, for load balancer traffic
+	Status                int    `json:"status"`
 	// Error says in English why the request failed, for API readers.
 	// ErrorKey and ErrorArgs say the same as a lab/dataplane/tracetext key
 	// and its arguments, so the page says it in its own language.

@@ -27,6 +27,11 @@ const (
 	LBCannotReachPodIP = "fail.reach.lb-pod-ip"    // {ip}
 	NoRoute            = "fail.reach.no-route"     // {ip} {node}
 	NotListening       = "fail.not-listening"      // {error}
+	// Security groups (AWS load balancers only): nothing admits the
+	// packet, so AWS drops it without an answer. Like the reach keys they
+	// are also a target's unhealthy reason.
+	SGLoadBalancer = "fail.sg.lb"   // {lb} {groups} {port} {from}
+	SGInstance     = "fail.sg.node" // {instance} {groups} {port} {from}
 )
 
 // Hop keys: what happened at a hop of a trace (Hop.DetailKey).
@@ -43,6 +48,15 @@ const (
 	HopClusterIPDNAT   = "hopd.clusterip.dnat"   // {addr} {service} {policy} {to} {client}
 	HopForward         = "hopd.forward"          // {from} {to}
 	HopPod             = "hopd.pod"              // {pod} {src}
+)
+
+// Via keys of an AWS load balancer's hop: what source address the
+// instance sees, and the PROXY protocol header the Pod reads.
+const (
+	ViaELBProxy      = "via.elb.proxy"      // {src}
+	ViaNLBClientIP   = "via.nlb.client-ip"  // {client}
+	ViaNLBAddress    = "via.nlb.lb-ip"      // {src}
+	ViaProxyProtocol = "via.proxy-protocol" // {client}
 )
 
 // Via keys: how a packet for a Pod IP travels on (Hop.ViaKey); when it
@@ -155,6 +169,24 @@ var catalog = i18n.Catalog{
 	ViaOverlay: {
 		JA: "オーバーレイネットワークを通ってノード {node} へ",
 		EN: "through the overlay network to node {node}"},
+	SGLoadBalancer: {
+		JA: "ロードバランサー {lb} のセキュリティグループ {groups} に、{from} からの tcp/{port} を許可するインバウンドルールがありません",
+		EN: "security groups {groups} of load balancer {lb} have no inbound rule admitting tcp/{port} from {from}"},
+	SGInstance: {
+		JA: "インスタンス {instance} のセキュリティグループ {groups} に、{from} からの tcp/{port} を許可するインバウンドルールがありません",
+		EN: "security groups {groups} of instance {instance} have no inbound rule admitting tcp/{port} from {from}"},
+	ViaELBProxy: {
+		JA: "Classic ELB は TCP をプロキシするので、VPC 内の自分のアドレス {src} から新しい接続を張る (クライアントの IP はここで消える)",
+		EN: "a Classic ELB proxies TCP: it opens a new connection from its own VPC address {src} (the client's IP ends here)"},
+	ViaNLBClientIP: {
+		JA: "NLB は instance ターゲットへクライアントの IP {client} を送信元のまま届ける (クライアント IP の保持)",
+		EN: "the NLB keeps the client's IP {client} as the source for instance targets (client IP preservation)"},
+	ViaNLBAddress: {
+		JA: "クライアント IP の保持がオフなので、送信元は NLB の VPC 内のアドレス {src} になる",
+		EN: "client IP preservation is off: the source is the NLB's VPC address {src}"},
+	ViaProxyProtocol: {
+		JA: "ロードバランサーが先頭に付けた PROXY ヘッダー (プロキシプロトコル) が、クライアント {client} を伝える",
+		EN: "the PROXY protocol header the load balancer sent first names the client {client}"},
 	NotListening: {
 		JA: "ロードバランサーかそのリスナーがなくなりかけています: {error}",
 		EN: "the load balancer or its listener is going away: {error}"},

@@ -78,6 +78,9 @@ function updateInstanceRow(tr, i) {
   term.disabled = i.state === "terminated";
 }
 
+// The kinds of the AWS model's load balancers (cloud.LBKind*).
+const LB_KIND_KEY = { classic: "lb.kind.classic", network: "lb.kind.network" };
+
 function createLB(lb) {
   return h(
     "li",
@@ -94,7 +97,9 @@ function updateLB(el, lb, st, nodeOf) {
   const [head, addr, listeners, targets, hc] = el.children;
   setText(head.children[0], lb.name);
   const svc = lb.tags && lb.tags["kubernetes.io/service-name"];
-  setText(head.children[1], svc ? t("lb.for", { name: svc }) : "");
+  // The AWS model's load balancers (upstream provider) say which kind they are.
+  const kind = LB_KIND_KEY[lb.kind] ? t(LB_KIND_KEY[lb.kind]) : "";
+  setText(head.children[1], [kind, svc ? t("lb.for", { name: svc }) : ""].filter(Boolean).join(" · "));
   setText(addr, lb.dnsName || lb.ip || "");
   listeners.replaceChildren(
     h("span", { class: "label", text: t("lb.listeners") + ": " }),
