@@ -349,9 +349,13 @@ func (s *Service) mysterySymptom(ctx context.Context, causeID string) (bool, str
 	}
 	switch causeID {
 	case CauseIAMDeny:
-		return strings.Contains(reasons["SyncLoadBalancerFailed"], cloud.ErrAccessDenied), "no AccessDenied event yet", nil
+		// ELB answers AccessDenied, EC2 UnauthorizedOperation (the upstream
+		// provider's calls); the lab's own API AccessDenied.
+		failed := reasons["SyncLoadBalancerFailed"]
+		return strings.Contains(failed, cloud.ErrAccessDenied) || strings.Contains(failed, cloud.ErrUnauthorizedOperation), "no AccessDenied event yet", nil
 	case CauseThrottling:
-		return strings.Contains(reasons["SyncLoadBalancerFailed"], cloud.ErrThrottling), "no Throttling event yet", nil
+		failed := reasons["SyncLoadBalancerFailed"]
+		return strings.Contains(failed, cloud.ErrThrottling) || strings.Contains(failed, cloud.ErrRequestLimitExceeded), "no Throttling event yet", nil
 	case CauseNodesExcluded:
 		_, warned := reasons["UnAvailableLoadBalancer"]
 		return ingress && warned, "no EXTERNAL-IP or UnAvailableLoadBalancer event yet", nil

@@ -143,3 +143,15 @@ func (c *Cloud) nlbViewLocked(lb *NLB) AWSLoadBalancerView {
 	}
 	return v
 }
+
+// IsThrottleCode says whether an error code is a throttle: Throttling (the
+// lab's API, ELB, ELBv2) or RequestLimitExceeded (EC2).
+func IsThrottleCode(code string) bool {
+	return code == ErrThrottling || code == ErrRequestLimitExceeded
+}
+
+// IsDenyCode says whether an error code is an IAM denial: AccessDenied
+// (the lab's API, ELB, ELBv2) or UnauthorizedOperation (EC2).
+func IsDenyCode(code string) bool {
+	return code == ErrAccessDenied || code == ErrUnauthorizedOperation
+}
