@@ -245,16 +245,20 @@ func TestDeriveServiceProviders(t *testing.T) {
 		call(1, "DescribeLoadBalancers", cloud.ErrLBNotFound), call(2, "CreateLoadBalancer", ""), call(3, "DescribeInstances", ""),
 		call(4, "RegisterTargets", ""), call(5, "ConfigureHealthCheck", ""),
 	}
+	// As k8s.io/cloud-provider-aws v1.37.1 made them in the lab (its EC2
+	// look-ups of instances, subnets and route tables left out).
 	classicCalls := []cloud.Call{
-		awsCall(1, elb, "DescribeLoadBalancers", cloud.ErrLBNotFound), awsCall(2, ec2, "CreateSecurityGroup", ""),
-		awsCall(3, ec2, "AuthorizeSecurityGroupIngress", ""), awsCall(4, elb, "CreateLoadBalancer", ""),
-		awsCall(5, elb, "ModifyLoadBalancerAttributes", ""), awsCall(6, elb, "ConfigureHealthCheck", ""),
-		awsCall(7, ec2, "AuthorizeSecurityGroupIngress", ""), awsCall(8, elb, "RegisterInstancesWithLoadBalancer", ""),
+		awsCall(1, elb, "DescribeLoadBalancers", cloud.ErrLBNotFound), awsCall(2, ec2, "DescribeSecurityGroups", ""),
+		awsCall(3, ec2, "CreateSecurityGroup", ""), awsCall(4, ec2, "AuthorizeSecurityGroupIngress", ""),
+		awsCall(5, elb, "CreateLoadBalancer", ""), awsCall(6, elb, "DescribeLoadBalancerAttributes", ""),
+		awsCall(7, elb, "ModifyLoadBalancerAttributes", ""), awsCall(8, elb, "ConfigureHealthCheck", ""),
+		awsCall(9, elb, "RegisterInstancesWithLoadBalancer", ""), awsCall(10, ec2, "AuthorizeSecurityGroupIngress", ""),
 	}
 	nlbCalls := []cloud.Call{
 		awsCall(1, elbv2, "DescribeLoadBalancers", cloud.ErrLBNotFound), awsCall(2, elbv2, "CreateLoadBalancer", ""),
 		awsCall(3, elbv2, "CreateTargetGroup", ""), awsCall(4, elbv2, "RegisterTargets", ""),
-		awsCall(5, elbv2, "CreateListener", ""), awsCall(6, elbv2, "ModifyLoadBalancerAttributes", ""),
+		awsCall(5, elbv2, "CreateListener", ""), awsCall(6, elbv2, "DescribeLoadBalancerAttributes", ""),
+		awsCall(7, ec2, "AuthorizeSecurityGroupIngress", ""),
 	}
 	noticed := svcView(func(v *ServiceView) { v.Finalizers = []string{FinalizerLBCleanup} })
 	for _, tc := range []struct {
@@ -275,21 +279,21 @@ func TestDeriveServiceProviders(t *testing.T) {
 		{name: "upstream NLB", awsLB: nlb, calls: nlbCalls, wantStep: 4,
 			want3: "call elbv2 CreateLoadBalancer by service-controller",
 			want4: "2 instances registered, health check TCP:31234 (elbv2 CreateTargetGroup + RegisterTargets + CreateListener)"},
-		{name: "classic ELB without instances yet", awsLB: classicEmpty, calls: classicCalls[:6], wantStep: 3,
+		{name: "classic ELB without instances yet", awsLB: classicEmpty, calls: classicCalls[:8], wantStep: 3,
 			want3: "call elb CreateLoadBalancer by service-controller"},
 		{name: "NLB before its listener", awsLB: nlbNoListener, calls: nlbCalls[:3], wantStep: 3,
 			want3: "call elbv2 CreateLoadBalancer by service-controller"},
 		{name: "classic ELB after a restart (no calls kept)", awsLB: classic, wantStep: 4,
 			want3: "load balancer lb exists", want4: "2 instances registered, health check TCP:31234 (elb RegisterInstancesWithLoadBalancer + ConfigureHealthCheck)"},
-		{name: "EC2 denies the ELB's security group", calls: append(classicCalls[:1:1], awsCall(2, ec2, "CreateSecurityGroup", cloud.ErrUnauthorizedOperation)),
+		{name: "EC2 denies the ELB's security group", calls: append(classicCalls[:2:2], awsCall(3, ec2, "CreateSecurityGroup", cloud.ErrUnauthorizedOperation)),
 			wantStep: 2, wantStuck: "the cloud refused CreateSecurityGroup: UnauthorizedOperation"},
-		{name: "ELB denies CreateLoadBalancer", calls: append(classicCalls[:3:3], awsCall(4, elb, "CreateLoadBalancer", cloud.ErrAccessDenied)),
+		{name: "ELB denies CreateLoadBalancer", calls: append(classicCalls[:4:4], awsCall(5, elb, "CreateLoadBalancer", cloud.ErrAccessDenied)),
 			wantStep: 2, wantStuck: "the cloud refused CreateLoadBalancer: AccessDenied"},
 		{name: "ELBv2 denies CreateLoadBalancer", calls: append(nlbCalls[:1:1], awsCall(2, elbv2, "CreateLoadBalancer", cloud.ErrAccessDenied)),
 			wantStep: 2, wantStuck: "the cloud refused CreateLoadBalancer: AccessDenied"},
-		{name: "EC2 throttles", calls: append(classicCalls[:1:1], awsCall(2, ec2, "CreateSecurityGroup", cloud.ErrRequestLimitExceeded)),
+		{name: "EC2 throttles", calls: append(classicCalls[:2:2], awsCall(3, ec2, "CreateSecurityGroup", cloud.ErrRequestLimitExceeded)),
 			wantStep: 2, wantStuck: "the cloud refused CreateSecurityGroup: RequestLimitExceeded"},
-		{name: "ELB throttles registering", awsLB: classicEmpty, calls: append(classicCalls[:7:7], awsCall(8, elb, "RegisterInstancesWithLoadBalancer", cloud.ErrThrottling)),
+		{name: "ELB throttles registering", awsLB: classicEmpty, calls: append(classicCalls[:8:8], awsCall(9, elb, "RegisterInstancesWithLoadBalancer", cloud.ErrThrottling)),
 			wantStep: 3, wantStuck: "the cloud refused RegisterInstancesWithLoadBalancer: Throttling",
 			want3: "call elb CreateLoadBalancer by service-controller"},
 		{name: "ELBv2 denies CreateTargetGroup", awsLB: nlbNoListener, calls: append(nlbCalls[:2:2], awsCall(3, elbv2, "CreateTargetGroup", cloud.ErrAccessDenied)),
