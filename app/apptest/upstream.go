@@ -25,7 +25,7 @@ type Upstream struct {
 }
 
 // ServeUpstream is Serve with the CCM on the upstream AWS provider (l's
-// profile must be aws). It sets the process's AWS environment
+// profile must be aws or vpc-cni, whatever l.AWSProvider says). It sets the process's AWS environment
 // (upstreamaws.SetProcessEnv), so a test package uses it for one lab.
 func ServeUpstream(env *cptest.Env, l sim.Lab) (*Lab, *Upstream, error) {
 	caCert, caKey, err := env.CP.CA()
@@ -78,5 +78,6 @@ func ServeUpstream(env *cptest.Env, l sim.Lab) (*Lab, *Upstream, error) {
 	up = upstreamaws.Config{Endpoint: srv.URL(), Region: cc.Region, VPCID: n.VPCID, SubnetID: n.Subnets[0].ID,
 		RouteTableID: n.RouteTableID, ClusterID: cc.ClusterID, Dir: dir}
 	close(ready)
-	return lab, &Upstream{API: srv, Tripwire: tw}, nil
+	lab.Upstream = &Upstream{API: srv, Tripwire: tw}
+	return lab, lab.Upstream, nil
 }
