@@ -67,8 +67,9 @@ type Config struct {
 	// (lab/awsapi); default "127.0.0.1:0", a free port, written to
 	// <data-dir>/aws.env.
 	AWSListen string
-	// AWSProvider is the CCM's cloud provider on the aws profile:
-	// AWSProviderLab (default) or AWSProviderUpstream.
+	// AWSProvider is the CCM's cloud provider on the aws and vpc-cni
+	// profiles: AWSProviderLab or AWSProviderUpstream; ""
+	// is sim.DefaultAWSProvider(Profile).
 	AWSProvider string
 
 	// Kubeconfig, when set, attaches to that existing cluster instead of
@@ -98,7 +99,7 @@ type Config struct {
 // Lab is what the simulation is built from: the profile, switches, add-ons,
 // node count and latency.
 func (c Config) Lab() sim.Lab {
-	return sim.Lab{Profile: c.Profile, Controllers: c.Controllers, Addons: c.Addons, Nodes: c.Nodes, CloudLatency: c.CloudLatency}
+	return sim.Lab{Profile: c.Profile, Controllers: c.Controllers, Addons: c.Addons, Nodes: c.Nodes, CloudLatency: c.CloudLatency, AWSProvider: c.AWSProvider}
 }
 
 func (c *Config) setDefaults() {
@@ -120,6 +121,9 @@ func (c *Config) setDefaults() {
 	if c.Kubeconfig != "" && c.ClusterCIDR == "" {
 		c.ClusterCIDR = DefaultAttachedClusterCIDR
 	}
+	if c.AWSProvider == "" {
+		c.AWSProvider = sim.DefaultAWSProvider(c.Profile)
+	}
 }
 
 func (c *Config) validate() error {
@@ -139,7 +143,7 @@ func (c *Config) validate() error {
 	case c.Kubeconfig != "" && c.BareAPIServer:
 		return errors.New("app: BareAPIServer and Kubeconfig exclude each other")
 	}
-	if err := validateAWSProvider(c.AWSProvider, c.Profile.Name); err != nil {
+	if err := validateAWSProvider(c.AWSProvider, c.Profile); err != nil {
 		return err
 	}
 	if c.AWSListen != "" {

@@ -15,21 +15,22 @@ import (
 	"github.com/ccmlab/ccmlab/controllers/upstreamaws"
 	"github.com/ccmlab/ccmlab/lab/awsapi"
 	"github.com/ccmlab/ccmlab/lab/cloud"
+	"github.com/ccmlab/ccmlab/lab/profile"
 )
 
-// AWS providers of the CCM (--aws-provider).
+// AWS providers of the CCM (--aws-provider); sim holds the default.
 const (
-	AWSProviderLab      = "lab"      // the lab's own provider (controllers/provider)
-	AWSProviderUpstream = "upstream" // k8s.io/cloud-provider-aws over the lab's AWS API
+	AWSProviderLab      = sim.AWSProviderLab      // the lab's own provider (controllers/provider)
+	AWSProviderUpstream = sim.AWSProviderUpstream // k8s.io/cloud-provider-aws over the lab's AWS API
 )
 
-func validateAWSProvider(p, profileName string) error {
+func validateAWSProvider(p string, prof profile.Profile) error {
 	switch p {
 	case "", AWSProviderLab:
 		return nil
 	case AWSProviderUpstream:
-		if profileName != "aws" {
-			return fmt.Errorf("app: the upstream AWS provider needs the aws profile, not %q", profileName)
+		if !sim.UpstreamAWSProfile(prof) {
+			return fmt.Errorf("app: the upstream AWS provider needs the aws or vpc-cni profile, not %q", prof.Name)
 		}
 		return nil
 	}

@@ -84,16 +84,16 @@ func causes() []cause {
 				EN: "The CCM's role was not allowed CreateLoadBalancer. SyncLoadBalancerFailed events and the call log show AccessDenied. Once the deny is lifted the controller creates it on its next retry (5 s, doubling up to 5 minutes)."}},
 		{CauseThrottling,
 			i18n.Text{JA: "クラウド API のレート制限 (スロットリング)", EN: "Cloud API rate limit (throttling)"},
-			i18n.Text{JA: "クラウド API が 100 秒に 1 回しか呼べないほど絞られていました。SyncLoadBalancerFailed のイベントとコールログに Throttling: Rate exceeded が出ます。制限を外すと、次の再試行で進みます。",
-				EN: "The cloud API was throttled to one call per 100 s. SyncLoadBalancerFailed events and the call log show Throttling: Rate exceeded. Once the limit is lifted the next retry goes through."}},
+			i18n.Text{JA: "クラウド API が 100 秒に 1 回しか呼べないほど絞られていました。SyncLoadBalancerFailed のイベントとコールログに Throttling: Rate exceeded (EC2 の呼び出しなら RequestLimitExceeded) が出ます。制限を外すと、次の再試行で進みます。",
+				EN: "The cloud API was throttled to one call per 100 s. SyncLoadBalancerFailed events and the call log show Throttling: Rate exceeded (RequestLimitExceeded for EC2's calls). Once the limit is lifted the next retry goes through."}},
 		{CauseNodesExcluded,
 			i18n.Text{JA: "すべてのノードがロードバランサーから除外されている", EN: "Every node is excluded from load balancers"},
 			i18n.Text{JA: "すべての Node に node.kubernetes.io/exclude-from-external-load-balancers が付いていました。Service controller は対象ノードが 0 台でも UnAvailableLoadBalancer のイベントを出したうえでロードバランサーを作るので、EXTERNAL-IP は入りますが、ターゲットがありません。ラベルを外すと、ノードの同期がターゲットを登録します。",
 				EN: "Every Node carried node.kubernetes.io/exclude-from-external-load-balancers. With zero eligible nodes the Service controller records UnAvailableLoadBalancer and still ensures the load balancer, so EXTERNAL-IP appears, but the load balancer has no targets. Removing the label lets the node sync register targets."}},
 		{CauseNoInitializedNode,
 			i18n.Text{JA: "初期化されたワーカーの Node が 1 台も無い", EN: "No worker Node has been initialized"},
-			i18n.Text{JA: "Node controller が止まっていて、新しいワーカー VM の Node はどれも uninitialized の taint を持ち、providerID もありませんでした (コントロールプレーンの Node はラボの起動時に初期化済みですが、ロードバランサーから除外するラベルが付いています)。Service controller の対象ノードの条件 (stableNodeSetPredicates) は Ready も初期化も見ないので、ノードはあると判断してロードバランサーを作り、EXTERNAL-IP は入ります (UnAvailableLoadBalancer も出ません)。しかしプロバイダーは cloud-provider-aws と同じく providerID の無い Node をターゲットにしないので、ターゲットは 0 で、Pod も taint のせいで Pending です。Node controller をオンにすると直ります。",
-				EN: "The Node controller was off: every new worker VM's Node kept the uninitialized taint and had no providerID (the control-plane Node was initialized when the lab started, but carries the label that excludes it from load balancers). The Service controller's node conditions (stableNodeSetPredicates) check neither Ready nor initialization, so to it there were nodes: it built the load balancer and EXTERNAL-IP appeared (no UnAvailableLoadBalancer either). But the provider, like cloud-provider-aws, leaves Nodes without a providerID out of the targets, so the load balancer has none, and the Pods are Pending on the taint. Switching the Node controller on fixes it."}},
+			i18n.Text{JA: "Node controller が止まっていて、新しいワーカー VM の Node はどれも uninitialized の taint を持ち、providerID もありませんでした (コントロールプレーンの Node はラボの起動時に初期化済みですが、ロードバランサーから除外するラベルが付いています)。Service controller の対象ノードの条件 (stableNodeSetPredicates) は Ready も初期化も見ないので、ノードはあると判断してロードバランサーを作り、EXTERNAL-IP は入ります (UnAvailableLoadBalancer も出ません)。しかし AWS のプロバイダーは (cloud-provider-aws もラボのものも) providerID の無い Node をターゲットにしないので、ターゲットは 0 で、Pod も taint のせいで Pending です。Node controller をオンにすると直ります。",
+				EN: "The Node controller was off: every new worker VM's Node kept the uninitialized taint and had no providerID (the control-plane Node was initialized when the lab started, but carries the label that excludes it from load balancers). The Service controller's node conditions (stableNodeSetPredicates) check neither Ready nor initialization, so to it there were nodes: it built the load balancer and EXTERNAL-IP appeared (no UnAvailableLoadBalancer either). But the AWS provider (cloud-provider-aws and the lab's alike) leaves Nodes without a providerID out of the targets, so the load balancer has none, and the Pods are Pending on the taint. Switching the Node controller on fixes it."}},
 	}
 }
 
@@ -349,9 +349,13 @@ func (s *Service) mysterySymptom(ctx context.Context, causeID string) (bool, str
 	}
 	switch causeID {
 	case CauseIAMDeny:
-		return strings.Contains(reasons["SyncLoadBalancerFailed"], cloud.ErrAccessDenied), "no AccessDenied event yet", nil
+		// ELB answers AccessDenied, EC2 UnauthorizedOperation (the upstream
+		// provider's calls); the lab's own API AccessDenied.
+		failed := reasons["SyncLoadBalancerFailed"]
+		return strings.Contains(failed, cloud.ErrAccessDenied) || strings.Contains(failed, cloud.ErrUnauthorizedOperation), "no AccessDenied event yet", nil
 	case CauseThrottling:
-		return strings.Contains(reasons["SyncLoadBalancerFailed"], cloud.ErrThrottling), "no Throttling event yet", nil
+		failed := reasons["SyncLoadBalancerFailed"]
+		return strings.Contains(failed, cloud.ErrThrottling) || strings.Contains(failed, cloud.ErrRequestLimitExceeded), "no Throttling event yet", nil
 	case CauseNodesExcluded:
 		_, warned := reasons["UnAvailableLoadBalancer"]
 		return ingress && warned, "no EXTERNAL-IP or UnAvailableLoadBalancer event yet", nil
@@ -359,8 +363,14 @@ func (s *Service) mysterySymptom(ctx context.Context, causeID string) (bool, str
 		if !ingress {
 			return false, "no EXTERNAL-IP yet", nil
 		}
-		lb, ok := s.cfg.Env.Cloud.LookupLoadBalancer(cloudprovider.DefaultLoadBalancerName(svc))
-		return ok && len(lb.Targets) == 0, "the load balancer still has targets", nil
+		// The lab's provider's load balancer, or the upstream provider's
+		// Classic ELB or NLB.
+		name := cloudprovider.DefaultLoadBalancerName(svc)
+		if lb, ok := s.cfg.Env.Cloud.LookupLoadBalancer(name); ok {
+			return len(lb.Targets) == 0, "the load balancer still has targets", nil
+		}
+		lb, ok := s.cfg.Env.Cloud.LookupAWSLoadBalancer(name)
+		return ok && lb.Targets == 0, "the load balancer still has targets", nil
 	}
 	return !ingress, "", nil
 }

@@ -36,9 +36,11 @@ func cloudError(err error) error {
 		code = http.StatusNotFound
 	case cloud.ErrInvalidParameter, cloud.ErrValidation, cloud.ErrInvalidTarget:
 		code = http.StatusBadRequest
-	case cloud.ErrAccessDenied:
+	}
+	switch {
+	case cloud.IsDenyCode(e.Code):
 		code = http.StatusForbidden
-	case cloud.ErrThrottling:
+	case cloud.IsThrottleCode(e.Code):
 		code = http.StatusTooManyRequests
 	}
 	return echo.NewHTTPError(code, e.Error())

@@ -23,7 +23,14 @@ import (
 // (sim.Served), a control-plane node with the control plane's mirror Pods
 // and the CCM's Pod, and env's cluster CIDR. Exercises are tested on it,
 // so they are tested on what students get.
+//
+// With the upstream AWS provider (l.AWSProvider, or the profile's default
+// when it is empty) it is ServeUpstream.
 func Serve(env *cptest.Env, l sim.Lab) (*Lab, error) {
+	if cmp.Or(l.AWSProvider, sim.DefaultAWSProvider(l.Profile)) == sim.AWSProviderUpstream {
+		lab, _, err := ServeUpstream(env, l)
+		return lab, err
+	}
 	caCert, caKey, err := env.CP.CA()
 	if err != nil {
 		return nil, err
@@ -84,8 +91,11 @@ type Lab struct {
 	*sim.Sim
 	// Config is what the simulation was built from (RestConfig filled in).
 	Config sim.Config
-	done   chan struct{}
-	err    error
+	// Upstream is the AWS side of a lab on the upstream AWS provider
+	// (ServeUpstream), nil on the lab's own provider.
+	Upstream *Upstream
+	done     chan struct{}
+	err      error
 }
 
 // Failed returns the error of the part that ended the simulation, or nil

@@ -27,9 +27,34 @@ const (
 	DefaultNodeStatusUpdateFrequency = time.Minute
 )
 
+// The CCM's cloud provider on the AWS-shaped profiles (--aws-provider).
+const (
+	// AWSProviderLab is the lab's own provider (controllers/provider)
+	// over the lab's Go API.
+	AWSProviderLab = "lab"
+	// AWSProviderUpstream is k8s.io/cloud-provider-aws talking the AWS
+	// query protocol to the lab's AWS API (controllers/upstreamaws).
+	AWSProviderUpstream = "upstream"
+)
+
+// DefaultAWSProvider is --aws-provider's default for a profile.
+func DefaultAWSProvider(p profile.Profile) string {
+	return AWSProviderLab
+}
+
+// UpstreamAWSProfile says whether the upstream provider can run on a
+// profile: those whose cloud is AWS-shaped (aws:/// provider IDs, DNS
+// names for load balancers).
+func UpstreamAWSProfile(p profile.Profile) bool {
+	return p.Name == "aws" || p.Name == "vpc-cni"
+}
+
 // Lab is what the flags of `ccmlab serve` choose about the simulation.
 type Lab struct {
-	Profile profile.Profile
+	// AWSProvider is AWSProviderLab or AWSProviderUpstream; "" is
+	// DefaultAWSProvider(Profile).
+	AWSProvider string
+	Profile     profile.Profile
 	// Controllers on at start, as profile.ParseControllers returns them.
 	Controllers []string
 	Addons      []string
@@ -46,7 +71,7 @@ func DefaultLab() Lab {
 		panic(fmt.Sprintf("sim: the default profile %q is unknown: %v", DefaultProfile, err))
 	}
 	on, _ := p.ParseControllers("")
-	return Lab{Profile: p, Controllers: on, Nodes: DefaultNodes}
+	return Lab{Profile: p, Controllers: on, Nodes: DefaultNodes, AWSProvider: DefaultAWSProvider(p)}
 }
 
 // Embedded is what the embedded control plane adds to the simulation: a

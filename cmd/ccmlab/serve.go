@@ -47,7 +47,7 @@ type serveOptions struct {
 }
 
 func defaultServeOptions() *serveOptions {
-	return &serveOptions{listen: "127.0.0.1:8080", dataDir: ".ccmlab", nodes: sim.DefaultNodes, profile: sim.DefaultProfile, token: os.Getenv("CCMLAB_TOKEN"), awsListen: "127.0.0.1:0", awsProvider: app.AWSProviderLab}
+	return &serveOptions{listen: "127.0.0.1:8080", dataDir: ".ccmlab", nodes: sim.DefaultNodes, profile: sim.DefaultProfile, token: os.Getenv("CCMLAB_TOKEN"), awsListen: "127.0.0.1:0"}
 }
 
 func (o *serveOptions) addFlags(fs *pflag.FlagSet) {
@@ -66,7 +66,9 @@ func (o *serveOptions) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.bareAPIServer, "bare-apiserver", false, "start only etcd and kube-apiserver (benchmark baseline)")
 	_ = fs.MarkHidden("bare-apiserver")
 	fs.StringVar(&o.awsListen, "aws-listen", o.awsListen, "loopback address of the simulated cloud's AWS API (EC2, ELB, ELBv2) for the aws CLI; port 0 picks a free one, written to <data-dir>/aws.env")
-	fs.StringVar(&o.awsProvider, "aws-provider", o.awsProvider, "the CCM's cloud provider on the aws profile: lab (the lab's own) or upstream (k8s.io/cloud-provider-aws talking to the lab's AWS API)")
+	awsDefault, _ := profile.Get("aws")
+	fs.StringVar(&o.awsProvider, "aws-provider", o.awsProvider, fmt.Sprintf("the CCM's cloud provider on the aws and vpc-cni profiles: lab (the lab's own) or upstream (k8s.io/cloud-provider-aws talking to the lab's AWS API); empty: the profile's default (%s on aws)",
+		sim.DefaultAWSProvider(awsDefault)))
 	fs.StringVar(&o.pprof, "pprof", "", "serve Go runtime profiles (/debug/pprof/) on this loopback address (off by default)")
 	_ = fs.MarkHidden("pprof")
 }
@@ -94,11 +96,11 @@ func (o *serveOptions) validate() error {
 	if err := awsapi.ValidateListen(o.awsListen); err != nil {
 		return fmt.Errorf("--aws-listen: %w", err)
 	}
-	if o.awsProvider != app.AWSProviderLab && o.awsProvider != app.AWSProviderUpstream {
+	if o.awsProvider != "" && o.awsProvider != app.AWSProviderLab && o.awsProvider != app.AWSProviderUpstream {
 		return fmt.Errorf("--aws-provider %q: want %s or %s", o.awsProvider, app.AWSProviderLab, app.AWSProviderUpstream)
 	}
-	if o.awsProvider == app.AWSProviderUpstream && o.profile != "aws" {
-		return fmt.Errorf("--aws-provider upstream needs --profile aws")
+	if o.awsProvider == app.AWSProviderUpstream && !sim.UpstreamAWSProfile(p) {
+		return fmt.Errorf("--aws-provider upstream needs --profile aws or vpc-cni")
 	}
 	if o.cloudLatency < 0 || o.cloudLatency > cloud.MaxLatency {
 		return fmt.Errorf("--cloud-latency %s: must be between 0 and %s", o.cloudLatency, cloud.MaxLatency)

@@ -131,6 +131,10 @@ func lifecycleCases() []checkCase {
 			f.callAt(now, cloud.ActionDescribeLoadBalancers, "service-controller", cloud.ErrThrottling, "a1")
 			f.callAt(now.Add(5*time.Second), cloud.ActionDescribeLoadBalancers, "service-controller", "", "a1")
 		}, true},
+		{"EC2's throttle retried after backoff", format.CheckSpec{Kind: "throttleRetried"}, func(f *fixture) {
+			f.callAt(now, cloud.ActionDescribeSubnets, "service-controller", cloud.ErrRequestLimitExceeded, "subnet-1")
+			f.callAt(now.Add(5*time.Second), cloud.ActionDescribeSubnets, "service-controller", "", "subnet-1")
+		}, true},
 		{"retried too soon", format.CheckSpec{Kind: "throttleRetried"}, func(f *fixture) {
 			f.callAt(now, cloud.ActionDescribeLoadBalancers, "service-controller", cloud.ErrThrottling, "a1")
 			f.callAt(now.Add(time.Second), cloud.ActionDescribeLoadBalancers, "service-controller", "", "a1")

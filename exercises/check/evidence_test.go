@@ -133,6 +133,15 @@ func evidenceCases() []checkCase {
 		{"call succeeded", format.CheckSpec{Kind: "cloudCall", Action: cloud.ActionCreateLoadBalancer, Result: "error"}, func(f *fixture) {
 			f.call(cloud.ActionCreateLoadBalancer, "service-controller", "")
 		}, false},
+		{"either provider's call: the upstream's", format.CheckSpec{Kind: "cloudCall", Action: "RegisterTargets|RegisterInstancesWithLoadBalancer", Result: "ok"}, func(f *fixture) {
+			f.call(cloud.ActionRegisterInstancesWithLB, "service-controller", "")
+		}, true},
+		{"either provider's call: the lab's", format.CheckSpec{Kind: "cloudCall", Action: "RegisterTargets|RegisterInstancesWithLoadBalancer", Result: "ok"}, func(f *fixture) {
+			f.call(cloud.ActionRegisterTargets, "service-controller", "")
+		}, true},
+		{"neither provider's call", format.CheckSpec{Kind: "cloudCall", Action: "RegisterTargets|RegisterInstancesWithLoadBalancer"}, func(f *fixture) {
+			f.call(cloud.ActionConfigureHealthCheck, "service-controller", "")
+		}, false},
 
 		{"deny set", format.CheckSpec{Kind: "denyChanged", Action: cloud.ActionCreateLoadBalancer, Denied: on}, func(f *fixture) {
 			must(f.t, f.cloud.SetFaults(cloud.Faults{Deny: []string{cloud.ActionCreateLoadBalancer}}))

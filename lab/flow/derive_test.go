@@ -218,3 +218,112 @@ func checkWords(t *testing.T, steps []Step, stuck *Stuck) {
 		check("stuck "+stuck.Reason, stuck.MessageKey, stuck.MessageArgs, stuck.Message)
 	}
 }
+
+// awsCall is a finished call through the AWS API by the Service controller.
+func awsCall(seq uint64, service, action, errCode string) cloud.Call {
+	c := call(seq, action, errCode)
+	c.Service = service
+	if errCode != "" {
+		c.Error = errCode + ": refused " + action
+	}
+	return c
+}
+
+// TestDeriveServiceProviders follows each provider's real calls for one
+// LoadBalancer Service through steps 3 and 4: the lab's own (its Go API),
+// and k8s.io/cloud-provider-aws v1.37.1 making a Classic ELB (a Service
+// without annotations) or an NLB (aws-load-balancer-type: nlb). The
+// sequences are the call log of lab/flow/upstreamflow's run.
+func TestDeriveServiceProviders(t *testing.T) {
+	const elb, elbv2, ec2 = cloud.ServiceELB, cloud.ServiceELBv2, cloud.ServiceEC2
+	labLB := &cloud.LoadBalancer{Name: "lb", TargetType: "instance", Targets: []cloud.Target{{ID: "i-1", Port: 31234}}, HealthCheck: &cloud.HealthCheck{Protocol: "TCP", Port: 31234}}
+	classic := &cloud.AWSLoadBalancerView{Type: cloud.AWSLBClassic, Name: "lb", CreatedAt: t0, Targets: 2, HealthCheck: "TCP:31234", Listeners: 1}
+	classicEmpty := &cloud.AWSLoadBalancerView{Type: cloud.AWSLBClassic, Name: "lb", CreatedAt: t0, HealthCheck: "TCP:31234", Listeners: 1}
+	nlb := &cloud.AWSLoadBalancerView{Type: cloud.AWSLBNetwork, Name: "lb", CreatedAt: t0, Targets: 2, HealthCheck: "TCP:31234", Listeners: 1}
+	nlbNoListener := &cloud.AWSLoadBalancerView{Type: cloud.AWSLBNetwork, Name: "lb", CreatedAt: t0}
+	labCalls := []cloud.Call{
+		call(1, "DescribeLoadBalancers", cloud.ErrLBNotFound), call(2, "CreateLoadBalancer", ""), call(3, "DescribeInstances", ""),
+		call(4, "RegisterTargets", ""), call(5, "ConfigureHealthCheck", ""),
+	}
+	// As k8s.io/cloud-provider-aws v1.37.1 made them in the lab (its EC2
+	// look-ups of instances, subnets and route tables left out).
+	classicCalls := []cloud.Call{
+		awsCall(1, elb, "DescribeLoadBalancers", cloud.ErrLBNotFound), awsCall(2, ec2, "DescribeSecurityGroups", ""),
+		awsCall(3, ec2, "CreateSecurityGroup", ""), awsCall(4, ec2, "AuthorizeSecurityGroupIngress", ""),
+		awsCall(5, elb, "CreateLoadBalancer", ""), awsCall(6, elb, "DescribeLoadBalancerAttributes", ""),
+		awsCall(7, elb, "ModifyLoadBalancerAttributes", ""), awsCall(8, elb, "ConfigureHealthCheck", ""),
+		awsCall(9, elb, "RegisterInstancesWithLoadBalancer", ""), awsCall(10, ec2, "AuthorizeSecurityGroupIngress", ""),
+	}
+	nlbCalls := []cloud.Call{
+		awsCall(1, elbv2, "DescribeLoadBalancers", cloud.ErrLBNotFound), awsCall(2, elbv2, "CreateLoadBalancer", ""),
+		awsCall(3, elbv2, "CreateTargetGroup", ""), awsCall(4, elbv2, "RegisterTargets", ""),
+		awsCall(5, elbv2, "CreateListener", ""), awsCall(6, elbv2, "DescribeLoadBalancerAttributes", ""),
+		awsCall(7, ec2, "AuthorizeSecurityGroupIngress", ""),
+	}
+	noticed := svcView(func(v *ServiceView) { v.Finalizers = []string{FinalizerLBCleanup} })
+	for _, tc := range []struct {
+		name      string
+		lb        *cloud.LoadBalancer
+		awsLB     *cloud.AWSLoadBalancerView
+		calls     []cloud.Call
+		wantStep  int
+		wantStuck string // the stuck message's start, "" for none
+		want3     string // step 3's English evidence
+		want4     string // step 4's
+	}{
+		{name: "lab", lb: labLB, calls: labCalls, wantStep: 4,
+			want3: "call CreateLoadBalancer by service-controller", want4: "1 instance targets, health check TCP:31234"},
+		{name: "upstream classic ELB", awsLB: classic, calls: classicCalls, wantStep: 4,
+			want3: "call elb CreateLoadBalancer by service-controller",
+			want4: "2 instances registered, health check TCP:31234 (elb RegisterInstancesWithLoadBalancer + ConfigureHealthCheck)"},
+		{name: "upstream NLB", awsLB: nlb, calls: nlbCalls, wantStep: 4,
+			want3: "call elbv2 CreateLoadBalancer by service-controller",
+			want4: "2 instances registered, health check TCP:31234 (elbv2 CreateTargetGroup + RegisterTargets + CreateListener)"},
+		{name: "classic ELB without instances yet", awsLB: classicEmpty, calls: classicCalls[:8], wantStep: 3,
+			want3: "call elb CreateLoadBalancer by service-controller"},
+		{name: "NLB before its listener", awsLB: nlbNoListener, calls: nlbCalls[:3], wantStep: 3,
+			want3: "call elbv2 CreateLoadBalancer by service-controller"},
+		{name: "classic ELB after a restart (no calls kept)", awsLB: classic, wantStep: 4,
+			want3: "load balancer lb exists", want4: "2 instances registered, health check TCP:31234 (elb RegisterInstancesWithLoadBalancer + ConfigureHealthCheck)"},
+		{name: "EC2 denies the ELB's security group", calls: append(classicCalls[:2:2], awsCall(3, ec2, "CreateSecurityGroup", cloud.ErrUnauthorizedOperation)),
+			wantStep: 2, wantStuck: "the cloud refused CreateSecurityGroup: UnauthorizedOperation"},
+		{name: "ELB denies CreateLoadBalancer", calls: append(classicCalls[:4:4], awsCall(5, elb, "CreateLoadBalancer", cloud.ErrAccessDenied)),
+			wantStep: 2, wantStuck: "the cloud refused CreateLoadBalancer: AccessDenied"},
+		{name: "ELBv2 denies CreateLoadBalancer", calls: append(nlbCalls[:1:1], awsCall(2, elbv2, "CreateLoadBalancer", cloud.ErrAccessDenied)),
+			wantStep: 2, wantStuck: "the cloud refused CreateLoadBalancer: AccessDenied"},
+		{name: "EC2 throttles", calls: append(classicCalls[:2:2], awsCall(3, ec2, "CreateSecurityGroup", cloud.ErrRequestLimitExceeded)),
+			wantStep: 2, wantStuck: "the cloud refused CreateSecurityGroup: RequestLimitExceeded"},
+		{name: "ELB throttles registering", awsLB: classicEmpty, calls: append(classicCalls[:8:8], awsCall(9, elb, "RegisterInstancesWithLoadBalancer", cloud.ErrThrottling)),
+			wantStep: 3, wantStuck: "the cloud refused RegisterInstancesWithLoadBalancer: Throttling",
+			want3: "call elb CreateLoadBalancer by service-controller"},
+		{name: "ELBv2 denies CreateTargetGroup", awsLB: nlbNoListener, calls: append(nlbCalls[:2:2], awsCall(3, elbv2, "CreateTargetGroup", cloud.ErrAccessDenied)),
+			wantStep: 3, wantStuck: "the cloud refused CreateTargetGroup: AccessDenied",
+			want3: "call elbv2 CreateLoadBalancer by service-controller"},
+		{name: "target group not found is an answer", awsLB: nlbNoListener, calls: append(nlbCalls[:2:2], awsCall(3, elbv2, "DescribeTargetGroups", cloud.ErrTargetGroupNotFound)),
+			wantStep: 3, want3: "call elbv2 CreateLoadBalancer by service-controller"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := deriveService(serviceInput{svc: noticed, controllers: map[string]bool{"service": true}, eligibleNodes: 2,
+				lb: tc.lb, awsLB: tc.awsLB, calls: tc.calls}, nil)
+			if f.Step != tc.wantStep {
+				t.Fatalf("step = %d, want %d (%+v)", f.Step, tc.wantStep, f.Steps)
+			}
+			switch {
+			case tc.wantStuck == "" && f.Stuck != nil:
+				t.Errorf("stuck = %+v, want none", f.Stuck)
+			case tc.wantStuck != "" && (f.Stuck == nil || !strings.HasPrefix(f.Stuck.Message, tc.wantStuck)):
+				t.Errorf("stuck = %+v, want a message starting %q", f.Stuck, tc.wantStuck)
+			}
+			if got := f.Steps[2].Evidence; got != tc.want3 {
+				t.Errorf("step 3 evidence %q, want %q", got, tc.want3)
+			}
+			if got := f.Steps[3].Evidence; got != tc.want4 {
+				t.Errorf("step 4 evidence %q, want %q", got, tc.want4)
+			}
+			if tc.want4 != "" && len(tc.calls) > 0 && f.Steps[3].At.IsZero() {
+				t.Error("step 4 has no time though its calls are known")
+			}
+			checkWords(t, f.Steps, f.Stuck)
+		})
+	}
+}

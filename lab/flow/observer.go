@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -492,6 +493,17 @@ func (o *Observer) onCloudEvent(e cloud.Event, gap bool) {
 		if key := o.lbOwner[e.ID]; key != "" {
 			o.recomputeServiceLocked(key)
 		}
+	case cloud.EventELB:
+		// A Classic ELB or NLB of the upstream AWS provider, or one of its
+		// target groups or listeners, changed (e.ID is a name or an ARN).
+		lb, svc := o.cfg.Cloud.AWSResourceOwner(e.ID)
+		if lb != "" {
+			o.ownAWSLocked(lb)
+			svc = cmp.Or(o.lbOwner[lb], svc)
+		}
+		if svc != "" {
+			o.recomputeServiceLocked(svc)
+		}
 	case cloud.EventInstance:
 		if inst, ok := o.cfg.Cloud.LookupInstance(e.ID); ok {
 			o.recomputeNodeLocked(inst.PrivateDNSName)
@@ -506,6 +518,15 @@ func (o *Observer) ownLocked(lb cloud.LoadBalancer) {
 		if svc := lb.Tags[tag]; svc != "" {
 			o.lbOwner[lb.Name] = svc
 			return
+		}
+	}
+}
+
+// ownAWSLocked learns the owner of a Classic ELB or NLB from its tags.
+func (o *Observer) ownAWSLocked(name string) {
+	if lb, ok := o.cfg.Cloud.LookupAWSLoadBalancer(name); ok {
+		if svc := lb.Tags[cloud.ServiceTag]; svc != "" {
+			o.lbOwner[name] = svc
 		}
 	}
 }
@@ -536,6 +557,19 @@ func (o *Observer) recordCallLocked(c cloud.Call) []recomputeKey {
 			list = list[len(list)-callsKept:]
 		}
 		m[k] = list
+	}
+	if awsLBCall(c) {
+		// The upstream AWS provider's calls through the AWS API name load
+		// balancers, ARNs, target groups and security groups: file each
+		// under the load balancer it is about.
+		for _, name := range o.awsCallLBsLocked(c) {
+			put(o.lbCalls, name)
+			o.ownAWSLocked(name)
+			if svc := o.lbOwner[name]; svc != "" {
+				keys = append(keys, recomputeKey{service: svc})
+			}
+		}
+		return keys
 	}
 	switch c.Action {
 	case cloud.ActionCreateLoadBalancer, cloud.ActionRegisterTargets, cloud.ActionDeregisterTargets,
@@ -659,6 +693,8 @@ func (o *Observer) recomputeServiceLocked(key string) {
 		in.calls = o.lbCalls[in.lbName]
 		if lb, ok := o.cfg.Cloud.LookupLoadBalancer(in.lbName); ok {
 			in.lb = &lb
+		} else if lb, ok := o.cfg.Cloud.LookupAWSLoadBalancer(in.lbName); ok {
+			in.awsLB = &lb
 		}
 	}
 	if t, ok := o.traces[key]; ok {

@@ -36,9 +36,12 @@ type ServiceFlow struct {
 // serviceInput is everything the derivation looks at, gathered by the
 // Observer. Keeping it a plain struct makes the rules table-testable.
 type serviceInput struct {
-	svc           ServiceView
-	lbName        string
-	lb            *cloud.LoadBalancer
+	svc    ServiceView
+	lbName string
+	lb     *cloud.LoadBalancer
+	// awsLB is the Classic ELB or NLB of the upstream AWS provider, when
+	// that provider made it (lb is then nil).
+	awsLB         *cloud.AWSLoadBalancerView
 	events        []EventView  // about this Service, oldest first
 	calls         []cloud.Call // about its LB, oldest first
 	lastTrace     *TraceInfo
@@ -65,21 +68,6 @@ func lastEvent(events []EventView, reasons ...string) (EventView, bool) {
 		}
 	}
 	return EventView{}, false
-}
-
-func lastCall(calls []cloud.Call, ok bool, actions ...string) (cloud.Call, bool) {
-	for i := len(calls) - 1; i >= 0; i-- {
-		c := calls[i]
-		if c.State != cloud.CallDone || (c.Error == "") != ok {
-			continue
-		}
-		for _, a := range actions {
-			if c.Action == a {
-				return c, true
-			}
-		}
-	}
-	return cloud.Call{}, false
 }
 
 func handlerFor(in serviceInput) (string, *Stuck) {
@@ -117,19 +105,7 @@ func deriveService(in serviceInput, firstSeen map[int]time.Time) ServiceFlow {
 		c := in.calls[0]
 		ev[1] = proof(c.Time, flowtext.Call, "action", c.Action, "caller", c.Caller)
 	}
-	if c, ok := lastCall(in.calls, true, "CreateLoadBalancer"); ok {
-		ev[2] = proof(c.Time, flowtext.Call, "action", c.Action, "caller", c.Caller)
-	} else if in.lb != nil {
-		ev[2] = proof(in.lb.CreatedAt, flowtext.LBExists, "name", in.lb.Name)
-	}
-	if in.lb != nil && len(in.lb.Targets) > 0 && in.lb.HealthCheck != nil {
-		at := time.Time{}
-		if c, ok := lastCall(in.calls, true, "RegisterTargets", "ConfigureHealthCheck"); ok {
-			at = c.Time
-		}
-		ev[3] = proof(at, flowtext.Targets, "n", strconv.Itoa(len(in.lb.Targets)), "mode", string(in.lb.TargetType),
-			"proto", in.lb.HealthCheck.Protocol, "port", strconv.Itoa(int(in.lb.HealthCheck.Port)))
-	}
+	ev[2], ev[3] = lbSteps(in)
 	if len(in.svc.Ingress) > 0 {
 		ingress := strings.Join(in.svc.Ingress, ",")
 		ev[4] = proof(time.Time{}, flowtext.Ingress, "ingress", ingress)
@@ -154,6 +130,59 @@ func deriveService(in serviceInput, firstSeen map[int]time.Time) ServiceFlow {
 		f.Stuck = stuck
 	}
 	return f
+}
+
+// lbSteps is the evidence of steps 3 (the load balancer is created) and 4
+// (its targets and health check are set), from the calls that did it and
+// from the load balancer as the cloud has it now: the lab's own, or the
+// upstream provider's Classic ELB or NLB (awscalls.go).
+func lbSteps(in serviceInput) (created, targets evidence) {
+	service := ""
+	if in.awsLB != nil {
+		service = awsServiceOf(in.awsLB)
+	}
+	if c, ok := lastServiceCall(in.calls, service, cloud.ActionCreateLoadBalancer); ok {
+		if c.Service != "" {
+			created = proof(c.Time, flowtext.CallAPI, "api", apiName(c.Service), "action", c.Action, "caller", c.Caller)
+		} else {
+			created = proof(c.Time, flowtext.Call, "action", c.Action, "caller", c.Caller)
+		}
+	} else if in.lb != nil {
+		created = proof(in.lb.CreatedAt, flowtext.LBExists, "name", in.lb.Name)
+	} else if in.awsLB != nil {
+		created = proof(in.awsLB.CreatedAt, flowtext.LBExists, "name", in.awsLB.Name)
+	}
+	actions := targetActions(service)
+	at := time.Time{}
+	if c, ok := lastServiceCall(in.calls, service, actions...); ok {
+		at = c.Time
+	}
+	switch {
+	case in.lb != nil && len(in.lb.Targets) > 0 && in.lb.HealthCheck != nil:
+		targets = proof(at, flowtext.Targets, "n", strconv.Itoa(len(in.lb.Targets)), "mode", string(in.lb.TargetType),
+			"proto", in.lb.HealthCheck.Protocol, "port", strconv.Itoa(int(in.lb.HealthCheck.Port)))
+	case in.awsLB != nil && in.awsLB.Targets > 0 && in.awsLB.HealthCheck != "" && in.awsLB.Listeners > 0:
+		targets = proof(at, flowtext.TargetsAWS, "n", strconv.Itoa(in.awsLB.Targets), "hc", in.awsLB.HealthCheck,
+			"api", apiName(service), "actions", strings.Join(actions, " + "))
+	}
+	return created, targets
+}
+
+// lastServiceCall is lastCall (successful calls) restricted to one API:
+// the lab's ("") or an AWS service.
+func lastServiceCall(calls []cloud.Call, service string, actions ...string) (cloud.Call, bool) {
+	for i := len(calls) - 1; i >= 0; i-- {
+		c := calls[i]
+		if c.State != cloud.CallDone || c.Error != "" || c.Service != service {
+			continue
+		}
+		for _, a := range actions {
+			if c.Action == a {
+				return c, true
+			}
+		}
+	}
+	return cloud.Call{}, false
 }
 
 func stuckInCloud(in serviceInput, done int) *Stuck {
@@ -198,7 +227,8 @@ func lastCallAny(calls []cloud.Call, ok bool) (cloud.Call, bool) {
 
 func notFoundAnswer(c cloud.Call) bool {
 	switch c.ErrorCode {
-	case cloud.ErrLBNotFound, cloud.ErrInstanceNotFound, cloud.ErrRouteNotFound:
+	case cloud.ErrLBNotFound, cloud.ErrInstanceNotFound, cloud.ErrRouteNotFound,
+		cloud.ErrTargetGroupNotFound, cloud.ErrListenerNotFound, cloud.ErrGroupNotFound:
 		return true
 	}
 	return false

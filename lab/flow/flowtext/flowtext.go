@@ -12,8 +12,10 @@ const (
 	Event            = "ev.event"           // {reason} {source}
 	Finalizer        = "ev.finalizer"       // {name}
 	Call             = "ev.call"            // {action} {caller}
+	CallAPI          = "ev.call.api"        // {api} {action} {caller}
 	LBExists         = "ev.lb.exists"       // {name}
 	Targets          = "ev.targets"         // {n} {mode} {proto} {port}
+	TargetsAWS       = "ev.targets.aws"     // {n} {hc} {api} {actions}
 	Ingress          = "ev.ingress"         // {ingress}
 	IngressEvent     = "ev.ingress.event"   // {ingress} {reason}
 	Answered         = "ev.answered"        // {id} {status}
@@ -60,8 +62,10 @@ var catalog = i18n.Catalog{
 	Event:            {JA: "{source} がイベント {reason} を記録", EN: "event {reason} from {source}"},
 	Finalizer:        {JA: "finalizer {name} が付いた", EN: "finalizer {name}"},
 	Call:             {JA: "{caller} が {action} を呼んだ", EN: "call {action} by {caller}"},
+	CallAPI:          {JA: "{caller} が {api} の {action} を呼んだ", EN: "call {api} {action} by {caller}"},
 	LBExists:         {JA: "ロードバランサー {name} がクラウドにある", EN: "load balancer {name} exists"},
 	Targets:          {JA: "{mode} ターゲット {n} 個、ヘルスチェック {proto}:{port}", EN: "{n} {mode} targets, health check {proto}:{port}"},
+	TargetsAWS:       {JA: "インスタンス {n} 台が登録され、ヘルスチェックは {hc} ({api} の {actions})", EN: "{n} instances registered, health check {hc} ({api} {actions})"},
 	Ingress:          {JA: "status.loadBalancer.ingress に {ingress} が書かれた", EN: "status.loadBalancer.ingress = {ingress}"},
 	IngressEvent:     {JA: "status.loadBalancer.ingress に {ingress} が書かれた (イベント {reason})", EN: "status.loadBalancer.ingress = {ingress} (event {reason})"},
 	Answered:         {JA: "リクエスト {id} に {status} で応答があった", EN: "request {id} answered {status}"},

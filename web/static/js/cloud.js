@@ -133,7 +133,8 @@ function updateLB(el, lb, st, nodeOf) {
 // --- call log ---
 
 function isThrottled(c) {
-  return c.errorCode === "Throttling";
+  // ELB and the lab's API answer Throttling, EC2 RequestLimitExceeded.
+  return c.errorCode === "Throttling" || c.errorCode === "RequestLimitExceeded";
 }
 
 export function renderCalls(st) {
