@@ -369,7 +369,7 @@ func (s *Service) mysterySymptom(ctx context.Context, causeID string) (bool, str
 		if lb, ok := s.cfg.Env.Cloud.LookupLoadBalancer(name); ok {
 			return len(lb.Targets) == 0, "the load balancer still has targets", nil
 		}
-		lb, ok := s.cfg.Env.Cloud.LookupAWSLoadBalancer(name)
+		lb, ok := s.cfg.Env.Cloud.AWSLoadBalancerSummary(name)
 		return ok && lb.Targets == 0, "the load balancer still has targets", nil
 	}
 	return !ingress, "", nil

@@ -44,7 +44,12 @@ func Serve(env *cptest.Env, l sim.Lab) (*Lab, error) {
 // defaults to aws, RestConfig to env's), runs it until env.Ctx ends, and
 // returns once its caches are synced. A part that fails later ends the
 // whole simulation, as in the binary; Failed reports it.
-func Start(env *cptest.Env, cfg sim.Config) (*Lab, error) {
+func Start(env *cptest.Env, cfg sim.Config) (*Lab, error) { return start(env, cfg, nil) }
+
+// start is Start with a hook that runs once the simulation is built and
+// before it runs: what serves the simulation's cloud to its CCM (the AWS
+// API) has to be up before the CCM starts.
+func start(env *cptest.Env, cfg sim.Config, built func(*sim.Sim) error) (*Lab, error) {
 	if cfg.Profile.Name == "" {
 		cfg.Profile, _ = profile.Get("aws")
 	}
@@ -61,6 +66,11 @@ func Start(env *cptest.Env, cfg sim.Config) (*Lab, error) {
 	s, err := sim.New(env.Ctx, cfg)
 	if err != nil {
 		return nil, err
+	}
+	if built != nil {
+		if err := built(s); err != nil {
+			return nil, err
+		}
 	}
 	env.CP.SetClusterDialer(s.Kubelets.DialNode)
 	g, gctx := errgroup.WithContext(env.Ctx)

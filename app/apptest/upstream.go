@@ -1,9 +1,7 @@
 package apptest
 
 import (
-	"errors"
 	"os"
-	"time"
 
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -40,10 +38,6 @@ func ServeUpstream(env *cptest.Env, l sim.Lab) (*Lab, *Upstream, error) {
 		tw.Close()
 		return nil, nil, err
 	}
-	// The AWS API serves the simulation's cloud, and the controllers need
-	// the API: their factory waits until it is up, as app's does.
-	var up upstreamaws.Config
-	ready := make(chan struct{})
 	// The provider's cloud config files go where the binary writes them,
 	// the data dir.
 	dir, err := os.MkdirTemp(env.DataDir, "aws-")
@@ -53,31 +47,32 @@ func ServeUpstream(env *cptest.Env, l sim.Lab) (*Lab, *Upstream, error) {
 	}
 	cfg := sim.Served(l, sim.Embedded{StaticPods: env.CP.StaticPods(), CACertPEM: caCert, CAKeyPEM: caKey})
 	cfg.ClusterCIDR = env.CP.ClusterCIDR()
+	// The AWS API serves the simulation's cloud and the CCM needs the API:
+	// it is up before the simulation runs (start's hook).
+	var (
+		up  upstreamaws.Config
+		srv *awsapi.Server
+	)
 	cfg.Upstream = func(caller string, client kubernetes.Interface, f informers.SharedInformerFactory, stop <-chan struct{}) (cloudprovider.Interface, error) {
-		select {
-		case <-ready:
-		case <-time.After(time.Minute):
-			return nil, errors.New("apptest: the AWS API did not start")
-		}
 		return upstreamaws.New(up, caller, client, f, stop)
 	}
-	lab, err := Start(env, cfg)
+	lab, err := start(env, cfg, func(s *sim.Sim) error {
+		var err error
+		if srv, err = awsapi.Listen(awsapi.ServerConfig{Handler: awsapi.Config{Cloud: s.Cloud}}); err != nil {
+			return err
+		}
+		go func() { _ = srv.Serve(env.Ctx) }()
+		n := s.Cloud.AWSNetworkInfo()
+		cc := s.Cloud.Config()
+		up = upstreamaws.Config{Endpoint: srv.URL(), Region: cc.Region, VPCID: n.VPCID, SubnetID: n.Subnets[0].ID,
+			RouteTableID: n.RouteTableID, ClusterID: cc.ClusterID, Dir: dir}
+		return nil
+	})
 	if err != nil {
 		tw.Close()
 		return nil, nil, err
 	}
-	srv, err := awsapi.Listen(awsapi.ServerConfig{Handler: awsapi.Config{Cloud: lab.Cloud}})
-	if err != nil {
-		tw.Close()
-		return nil, nil, err
-	}
-	go func() { _ = srv.Serve(env.Ctx) }()
 	go func() { <-env.Ctx.Done(); tw.Close() }()
-	n := lab.Cloud.AWSNetworkInfo()
-	cc := lab.Cloud.Config()
-	up = upstreamaws.Config{Endpoint: srv.URL(), Region: cc.Region, VPCID: n.VPCID, SubnetID: n.Subnets[0].ID,
-		RouteTableID: n.RouteTableID, ClusterID: cc.ClusterID, Dir: dir}
-	close(ready)
 	lab.Upstream = &Upstream{API: srv, Tripwire: tw}
 	return lab, lab.Upstream, nil
 }

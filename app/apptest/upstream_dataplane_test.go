@@ -2,7 +2,6 @@ package apptest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,75 +15,32 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
-	cloudprovider "k8s.io/cloud-provider"
 	awsv1 "k8s.io/cloud-provider-aws/pkg/providers/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/ccmlab/ccmlab/app/sim"
-	"github.com/ccmlab/ccmlab/controllers/upstreamaws"
 	"github.com/ccmlab/ccmlab/internal/testutil"
-	"github.com/ccmlab/ccmlab/lab/awsapi"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/controlplane/cptest"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
 	"github.com/ccmlab/ccmlab/lab/dataplane/tracetext"
 )
 
-// serveUpstream builds the lab `ccmlab serve --aws-provider=upstream`
-// builds (sim.Served of the default lab, with the CCM's controllers on
-// k8s.io/cloud-provider-aws talking to the lab's AWS API on loopback, as
-// app does), with nodes workers.
+// serveUpstream is ServeUpstream with nodes workers; the tripwire must
+// see no request.
 func serveUpstream(t *testing.T, nodes int) *Lab {
 	t.Helper()
-	tw, err := upstreamaws.StartTripwire()
+	l := sim.DefaultLab()
+	l.Nodes = nodes
+	lab, up, err := ServeUpstream(env, l)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if hits := tw.Hits(); len(hits) > 0 {
+		if hits := up.Tripwire.Hits(); len(hits) > 0 {
 			t.Errorf("requests reached the tripwire (they would have gone to AWS): %v", hits)
 		}
-		tw.Close()
 	})
-	if err := upstreamaws.SetProcessEnv(tw.URL(), awsapi.DefaultAccessKeyID, awsapi.DefaultSecretAccessKey); err != nil {
-		t.Fatal(err)
-	}
-	var up upstreamaws.Config
-	ready := make(chan struct{})
-	dir := t.TempDir()
-	l := sim.DefaultLab()
-	l.Nodes = nodes
-	caCert, caKey, err := env.CP.CA()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := sim.Served(l, sim.Embedded{StaticPods: env.CP.StaticPods(), CACertPEM: caCert, CAKeyPEM: caKey})
-	cfg.ClusterCIDR = env.CP.ClusterCIDR()
-	// The AWS API needs the simulation's cloud, the controllers need the
-	// API: the factory waits for it, as app's does.
-	cfg.Upstream = func(caller string, client kubernetes.Interface, f informers.SharedInformerFactory, stop <-chan struct{}) (cloudprovider.Interface, error) {
-		select {
-		case <-ready:
-		case <-time.After(time.Minute):
-			return nil, errors.New("the AWS API did not start")
-		}
-		return upstreamaws.New(up, caller, client, f, stop)
-	}
-	lab, err := Start(env, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := awsapi.Listen(awsapi.ServerConfig{Handler: awsapi.Config{Cloud: lab.Cloud}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = srv.Serve(env.Ctx) }()
-	n := lab.Cloud.AWSNetworkInfo()
-	up = upstreamaws.Config{Endpoint: srv.URL(), Region: lab.Cloud.Config().Region, VPCID: n.VPCID, SubnetID: n.Subnets[0].ID,
-		RouteTableID: n.RouteTableID, ClusterID: lab.Cloud.Config().ClusterID, Dir: dir}
-	close(ready)
 	return lab
 }
 

@@ -44,16 +44,17 @@ const ServiceTag = "kubernetes.io/service-name"
 // provider creates for a Classic ELB: "k8s-elb-" + the ELB's name.
 const ELBSecurityGroupPrefix = "k8s-elb-"
 
-// LookupAWSLoadBalancer finds a Classic ELB or an NLB by name.
-func (c *Cloud) LookupAWSLoadBalancer(name string) (AWSLoadBalancerView, bool) {
+// AWSLoadBalancerSummary finds a Classic ELB or an NLB by name, in the
+// short form the flow observer derives steps from.
+func (c *Cloud) AWSLoadBalancerSummary(name string) (AWSLoadBalancerView, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if lb, ok := c.aws.elbs[name]; ok {
-		return c.elbViewLocked(lb), true
+		return c.elbSummaryLocked(lb), true
 	}
 	for _, lb := range c.aws.nlbs {
 		if lb.Name == name {
-			return c.nlbViewLocked(lb), true
+			return c.nlbSummaryLocked(lb), true
 		}
 	}
 	return AWSLoadBalancerView{}, false
@@ -107,14 +108,14 @@ func (c *Cloud) AWSResourceOwner(ref string) (lb, service string) {
 	return "", ""
 }
 
-func (c *Cloud) elbViewLocked(lb *ClassicELB) AWSLoadBalancerView {
+func (c *Cloud) elbSummaryLocked(lb *ClassicELB) AWSLoadBalancerView {
 	return AWSLoadBalancerView{
 		Type: AWSLBClassic, Name: lb.Name, DNSName: lb.DNSName, Tags: cloneTags(lb.Tags), CreatedAt: lb.CreatedAt,
 		Targets: len(lb.Instances), HealthCheck: lb.HealthCheck.Target, Listeners: len(lb.Listeners),
 	}
 }
 
-func (c *Cloud) nlbViewLocked(lb *NLB) AWSLoadBalancerView {
+func (c *Cloud) nlbSummaryLocked(lb *NLB) AWSLoadBalancerView {
 	v := AWSLoadBalancerView{Type: AWSLBNetwork, Name: lb.Name, DNSName: lb.DNSName, Tags: cloneTags(lb.Tags), CreatedAt: lb.CreatedAt}
 	var tgARNs []string
 	for _, l := range c.aws.lsns {

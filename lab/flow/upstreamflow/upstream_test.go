@@ -99,7 +99,7 @@ func TestUpstreamSixSteps(t *testing.T) {
 			if got := f.Steps[3].Evidence; !strings.HasSuffix(got, tc.want4) {
 				t.Errorf("step 4 evidence %q, want it to end %q", got, tc.want4)
 			}
-			lb, ok := lab.Cloud.LookupAWSLoadBalancer(f.LB)
+			lb, ok := lab.Cloud.AWSLoadBalancerSummary(f.LB)
 			if !ok || lb.Targets == 0 {
 				t.Fatalf("the cloud has no load balancer %q with targets: %+v", f.LB, lb)
 			}
