@@ -1,4 +1,4 @@
-package apptest
+package upstreamtest
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	awsv1 "k8s.io/cloud-provider-aws/pkg/providers/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/ccmlab/ccmlab/app/apptest"
 	"github.com/ccmlab/ccmlab/app/sim"
 	"github.com/ccmlab/ccmlab/internal/testutil"
 	"github.com/ccmlab/ccmlab/lab/cloud"
@@ -26,13 +27,13 @@ import (
 	"github.com/ccmlab/ccmlab/lab/dataplane/tracetext"
 )
 
-// serveUpstream is ServeUpstream with nodes workers; the tripwire must
+// serveUpstream is apptest.ServeUpstream with nodes workers; the tripwire must
 // see no request.
-func serveUpstream(t *testing.T, nodes int) *Lab {
+func serveUpstream(t *testing.T, nodes int) *apptest.Lab {
 	t.Helper()
 	l := sim.DefaultLab()
 	l.Nodes = nodes
-	lab, up, err := ServeUpstream(env, l)
+	lab, up, err := apptest.ServeUpstream(env, l)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +179,7 @@ func TestUpstreamLoadBalancersCarryTraffic(t *testing.T) {
 // lets them through. (The Service controller adds the rule back only when
 // it syncs the load balancer again, on a change of the Service or of the
 // set of nodes, neither of which happens here.)
-func withoutELBRule(t *testing.T, lab *Lab, lb cloud.LoadBalancer, host, clientIP string) {
+func withoutELBRule(t *testing.T, lab *apptest.Lab, lb cloud.LoadBalancer, host, clientIP string) {
 	t.Helper()
 	ctx := cloud.WithService(cloud.WithCaller(env.Ctx, "user"), cloud.ServiceEC2)
 	nodeGroup := lab.Cloud.AWSNetworkInfo().NodeGroupID
@@ -218,7 +219,7 @@ func withoutELBRule(t *testing.T, lab *Lab, lb cloud.LoadBalancer, host, clientI
 // viaListener sends a real HTTP request to the loopback listener of load
 // balancer lb, as curl would: the answer comes from the Pod, which names
 // the source it saw (the ELB's address src, not curl's 127.0.0.1).
-func viaListener(t *testing.T, lab *Lab, lb, src string) {
+func viaListener(t *testing.T, lab *apptest.Lab, lb, src string) {
 	t.Helper()
 	var addr string
 	testutil.Eventually(t, time.Minute, "a listener for "+lb, func() (bool, string) {
