@@ -159,7 +159,9 @@ func (c *Cloud) CreateELB(ctx context.Context, in CreateELBInput) (string, error
 		if scheme == SchemeInternal {
 			prefix = "internal-"
 		}
-		lb.DNSName = fmt.Sprintf("%s%s-%010d.%s.elb.amazonaws.com", prefix, strings.ToLower(in.Name), randDigits(), c.cfg.Region)
+		// AWS's form (<name>-<digits>.<region>.elb.amazonaws.com) under the
+		// lab's own domain: a name no resolver outside the lab answers.
+		lb.DNSName = fmt.Sprintf("%s%s-%010d.%s.elb.%s", prefix, strings.ToLower(in.Name), randDigits(), c.cfg.Region, c.cfg.Domain)
 		c.aws.elbs[in.Name] = lb
 		dns = lb.DNSName
 		emit(EventELB, in.Name)
