@@ -18,6 +18,7 @@ import (
 
 	"github.com/ccmlab/ccmlab/app/apptest"
 	"github.com/ccmlab/ccmlab/app/sim"
+	"github.com/ccmlab/ccmlab/internal/kube"
 	"github.com/ccmlab/ccmlab/internal/podlog"
 	"github.com/ccmlab/ccmlab/internal/testutil"
 	"github.com/ccmlab/ccmlab/lab/controlplane"
@@ -313,6 +314,91 @@ func TestCCMPod(t *testing.T) {
 		editArgs(t, func([]string) []string { return good })
 		pod := runningPod(t, "")
 		holder(t, pod)
+	})
+
+	t.Run("without the toleration an uninitialized control plane stays so", func(t *testing.T) {
+		// The deadlock the toleration prevents, as on a cluster's first
+		// boot: the control-plane node carries the uninitialized taint
+		// (every node of a --cloud-provider=external cluster registers with
+		// it) and only the CCM removes it. Without the toleration the
+		// DaemonSet controller creates no CCM Pod there (v1.37.2
+		// pkg/controller/daemon nodeShouldRunDaemonPod), so nothing ever
+		// removes the taint.
+		uninit := kube.UninitializedTaint()
+		setTolerates := func(on bool) {
+			err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				ds, err := c.AppsV1().DaemonSets(ns).Get(ctx, dsName, metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				spec := &ds.Spec.Template.Spec
+				spec.Tolerations = slices.DeleteFunc(spec.Tolerations, func(tol v1.Toleration) bool { return tol.Key == uninit.Key })
+				if on {
+					spec.Tolerations = append(spec.Tolerations, v1.Toleration{Key: uninit.Key, Value: uninit.Value, Effect: uninit.Effect})
+				}
+				_, err = c.AppsV1().DaemonSets(ns).Update(ctx, ds, metav1.UpdateOptions{})
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		setTolerates(false)
+		old := runningPod(t, "") // an initialized node takes it all the same
+		cp, err := c.CoreV1().Nodes().Get(ctx, old.Spec.NodeName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			n, err := c.CoreV1().Nodes().Get(ctx, cp.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			n.Spec.Taints = append(n.Spec.Taints, uninit)
+			_, err = c.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.CoreV1().Pods(ns).Delete(ctx, old.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// The barrier: the DaemonSet controller has seen the tainted node
+		// and wants no Pod on it (kubectl get ds: DESIRED 0).
+		testutil.EventuallyCtx(t, 2*time.Minute, "DESIRED 0 and no CCM Pod", func(ctx context.Context) (bool, error) {
+			ds, err := c.AppsV1().DaemonSets(ns).Get(ctx, dsName, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			pods, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+			if err != nil {
+				return false, err
+			}
+			return ds.Status.ObservedGeneration == ds.Generation && ds.Status.DesiredNumberScheduled == 0 && len(pods.Items) == 0,
+				fmt.Errorf("desired %d, %d pods", ds.Status.DesiredNumberScheduled, len(pods.Items))
+		})
+		if id := l.Manager.Identity(); id != "" {
+			t.Errorf("a CCM leads with no CCM Pod: %q", id)
+		}
+		n, err := c.CoreV1().Nodes().Get(ctx, cp.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(n.Spec.Taints, func(x v1.Taint) bool { return x.Key == uninit.Key }) {
+			t.Fatal("the control-plane node lost the uninitialized taint with no CCM running")
+		}
+
+		// The toleration back: a Pod lands, its CCM initializes the node.
+		setTolerates(true)
+		runningPod(t, "")
+		testutil.EventuallyCtx(t, 2*time.Minute, "the control-plane node initialized", func(ctx context.Context) (bool, error) {
+			n, err := c.CoreV1().Nodes().Get(ctx, cp.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			return !slices.ContainsFunc(n.Spec.Taints, func(x v1.Taint) bool { return x.Key == uninit.Key }), nil
+		})
 	})
 
 	t.Run("a trimmed role fails the CCM with Forbidden", func(t *testing.T) {
