@@ -218,15 +218,15 @@ func (s *Sim) runCCMObjects(ctx context.Context) error {
 func (s *Sim) switchCCM(ctx context.Context, name string, on bool) error {
 	dss := s.Client.AppsV1().DaemonSets(metav1.NamespaceSystem)
 	dsName := CCMDaemonSetName(s.cfg.Profile)
+	// While the lab is starting it has not applied the DaemonSet yet: the
+	// switch waits for it, as the first CCM Pod would.
+	select {
+	case <-s.ccmApplied:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		ds, err := dss.Get(ctx, dsName, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) && !s.waitCCMApplied(ctx) {
-			// The lab has not applied it yet (it is starting): the switch
-			// waits for it, as the first CCM Pod would.
-			if ds, err = dss.Get(ctx, dsName, metav1.GetOptions{}); err != nil && ctx.Err() != nil {
-				return ctx.Err()
-			}
-		}
 		if apierrors.IsNotFound(err) {
 			return fmt.Errorf("%w: the DaemonSet kube-system/%s is gone, so no CCM runs", controllers.ErrBusy, dsName)
 		}
@@ -249,21 +249,6 @@ func (s *Sim) switchCCM(ctx context.Context, name string, on bool) error {
 		_, err = dss.Update(ctx, ds, metav1.UpdateOptions{FieldManager: "ccmlab"})
 		return err
 	})
-}
-
-// waitCCMApplied reports whether the CCM's objects had been applied
-// already; if not, it waits until they are or ctx ends.
-func (s *Sim) waitCCMApplied(ctx context.Context) bool {
-	select {
-	case <-s.ccmApplied:
-		return true
-	default:
-	}
-	select {
-	case <-s.ccmApplied:
-	case <-ctx.Done():
-	}
-	return false
 }
 
 func isCCMContainer(c v1.Container) bool { return strings.HasPrefix(c.Image, ccmImageRepo+":") }
