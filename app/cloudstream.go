@@ -50,7 +50,7 @@ func streamCloud(ctx context.Context, c *cloud.Cloud, dp *dataplane.Dataplane, p
 				// balancer, like the lab's own.
 				for _, name := range c.AWSLoadBalancerName(e.ID) {
 					m := stream.LoadBalancerChange{Kind: stream.KindLoadBalancer, Op: stream.OpDelete, ID: name}
-					if lb, ok := c.LookupAWSLoadBalancer(name); ok {
+					if lb, ok := c.LookupLoadBalancer(name); ok {
 						m.Op, m.Object = stream.OpUpsert, &lb
 					}
 					pub.publish(m)

@@ -366,11 +366,8 @@ func (s *Service) mysterySymptom(ctx context.Context, causeID string) (bool, str
 		// The lab's provider's load balancer, or the upstream provider's
 		// Classic ELB or NLB.
 		name := cloudprovider.DefaultLoadBalancerName(svc)
-		if lb, ok := s.cfg.Env.Cloud.LookupLoadBalancer(name); ok {
-			return len(lb.Targets) == 0, "the load balancer still has targets", nil
-		}
-		lb, ok := s.cfg.Env.Cloud.AWSLoadBalancerSummary(name)
-		return ok && lb.Targets == 0, "the load balancer still has targets", nil
+		lb, ok := s.cfg.Env.Cloud.LookupLoadBalancer(name)
+		return ok && len(lb.Targets) == 0, "the load balancer still has targets", nil
 	}
 	return !ingress, "", nil
 }

@@ -39,6 +39,9 @@ const (
 
 // DefaultAWSProvider is --aws-provider's default for a profile.
 func DefaultAWSProvider(p profile.Profile) string {
+	if UpstreamAWSProfile(p) {
+		return AWSProviderUpstream
+	}
 	return AWSProviderLab
 }
 

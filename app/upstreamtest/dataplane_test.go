@@ -126,7 +126,7 @@ func TestUpstreamLoadBalancersCarryTraffic(t *testing.T) {
 				}
 				return tr.Status == 200, fmt.Sprintf("status %d: %s; groups %+v", tr.Status, tr.Error, lab.Cloud.SecurityGroupViews())
 			})
-			lb, ok := lab.Cloud.LookupAWSLoadBalancer(tr.LB)
+			lb, ok := lab.Cloud.LookupLoadBalancer(tr.LB)
 			if !ok || lb.Kind != tc.kind {
 				t.Fatalf("the trace went through %q (kind %q), want a %s load balancer", tr.LB, lb.Kind, tc.kind)
 			}

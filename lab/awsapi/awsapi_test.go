@@ -401,7 +401,7 @@ func TestELB(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			v, ok := l.cloud.LookupAWSLoadBalancer(name)
+			v, ok := l.cloud.LookupLoadBalancer(name)
 			if !ok || !slices.Equal(v.ProxyProtocolPorts, []int32{30080}) {
 				t.Fatalf("view %+v: want proxy protocol on 30080", v)
 			}

@@ -1,10 +1,7 @@
 package cloud
 
 import (
-	"fmt"
-	"slices"
 	"strings"
-	"time"
 )
 
 // The lab's own look at the Classic ELBs and NLBs, for watchers (the flow
@@ -13,29 +10,6 @@ import (
 // an NLB's ARN, a target group's ARN, a listener's ARN, a security group),
 // and a watcher needs the load balancer they are about.
 
-// AWS load balancer types, as ELBv2 spells them.
-const (
-	AWSLBClassic = "classic"
-	AWSLBNetwork = "network"
-)
-
-// AWSLoadBalancerView is a Classic ELB or an NLB as a watcher sees it.
-type AWSLoadBalancerView struct {
-	Type      string // AWSLBClassic or AWSLBNetwork
-	Name      string
-	DNSName   string
-	Tags      map[string]string
-	CreatedAt time.Time
-	// Targets counts registered instances (classic) or registered targets
-	// of the target groups its listeners forward to (network).
-	Targets int
-	// HealthCheck is "TCP:31234" or "HTTP:10256/healthz"; for an NLB the
-	// first target group's, "" when it has none.
-	HealthCheck string
-	// Listeners counts its listeners.
-	Listeners int
-}
-
 // ServiceTag is the tag the AWS provider (and the lab's) puts on a load
 // balancer and its target groups: the Service's namespace/name.
 const ServiceTag = "kubernetes.io/service-name"
@@ -43,22 +17,6 @@ const ServiceTag = "kubernetes.io/service-name"
 // ELBSecurityGroupPrefix starts the name of the security group the AWS
 // provider creates for a Classic ELB: "k8s-elb-" + the ELB's name.
 const ELBSecurityGroupPrefix = "k8s-elb-"
-
-// AWSLoadBalancerSummary finds a Classic ELB or an NLB by name, in the
-// short form the flow observer derives steps from.
-func (c *Cloud) AWSLoadBalancerSummary(name string) (AWSLoadBalancerView, bool) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if lb, ok := c.aws.elbs[name]; ok {
-		return c.elbSummaryLocked(lb), true
-	}
-	for _, lb := range c.aws.nlbs {
-		if lb.Name == name {
-			return c.nlbSummaryLocked(lb), true
-		}
-	}
-	return AWSLoadBalancerView{}, false
-}
 
 // AWSResourceOwner says which load balancer a resource named in an ELB,
 // ELBv2 or EC2 security-group call belongs to: ref is a Classic ELB's or
@@ -106,43 +64,6 @@ func (c *Cloud) AWSResourceOwner(ref string) (lb, service string) {
 		return rest, ""
 	}
 	return "", ""
-}
-
-func (c *Cloud) elbSummaryLocked(lb *ClassicELB) AWSLoadBalancerView {
-	return AWSLoadBalancerView{
-		Type: AWSLBClassic, Name: lb.Name, DNSName: lb.DNSName, Tags: cloneTags(lb.Tags), CreatedAt: lb.CreatedAt,
-		Targets: len(lb.Instances), HealthCheck: lb.HealthCheck.Target, Listeners: len(lb.Listeners),
-	}
-}
-
-func (c *Cloud) nlbSummaryLocked(lb *NLB) AWSLoadBalancerView {
-	v := AWSLoadBalancerView{Type: AWSLBNetwork, Name: lb.Name, DNSName: lb.DNSName, Tags: cloneTags(lb.Tags), CreatedAt: lb.CreatedAt}
-	var tgARNs []string
-	for _, l := range c.aws.lsns {
-		if l.LBARN == lb.ARN {
-			v.Listeners++
-			if !slices.Contains(tgARNs, l.TargetGroupARN) {
-				tgARNs = append(tgARNs, l.TargetGroupARN)
-			}
-		}
-	}
-	slices.Sort(tgARNs)
-	for _, arn := range tgARNs {
-		tg, ok := c.aws.tgs[arn]
-		if !ok {
-			continue
-		}
-		v.Targets += len(tg.Targets)
-		if v.HealthCheck == "" {
-			hc := tg.HealthCheck
-			port := hc.Port
-			if port == "traffic-port" || port == "" {
-				port = fmt.Sprint(tg.Port)
-			}
-			v.HealthCheck = hc.Protocol + ":" + port + hc.Path
-		}
-	}
-	return v
 }
 
 // IsThrottleCode says whether an error code is a throttle: Throttling (the

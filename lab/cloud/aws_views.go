@@ -68,11 +68,9 @@ func (c *Cloud) AWSLoadBalancerViews() []*LoadBalancer {
 	return out
 }
 
-// LookupAWSLoadBalancer returns the view of the Classic ELB or NLB named
+// awsLoadBalancerLocked returns the view of the Classic ELB or NLB named
 // name.
-func (c *Cloud) LookupAWSLoadBalancer(name string) (LoadBalancer, bool) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
+func (c *Cloud) awsLoadBalancerLocked(name string) (LoadBalancer, bool) {
 	if lb, ok := c.aws.elbs[name]; ok {
 		return c.elbViewLocked(lb), true
 	}

@@ -123,7 +123,7 @@ func TestAWSLoadBalancerViews(t *testing.T) {
 	if ev := <-events; ev.Kind != EventELB || ev.ID != "n1" {
 		t.Fatalf("event %+v, want elb n1", ev)
 	}
-	v, _ := c.LookupAWSLoadBalancer("n1")
+	v, _ := c.LookupLoadBalancer("n1")
 	got := map[string]Target{}
 	for _, tg := range v.Targets {
 		got[tg.ID] = tg

@@ -109,6 +109,15 @@ type LoadBalancer struct {
 	ProxyProtocolPorts []int32 `json:"proxyProtocolPorts,omitempty"`
 }
 
+// Target is the health check in a Classic ELB's form: "TCP:31234",
+// "HTTP:10256/healthz".
+func (h *HealthCheck) Target() string {
+	if h == nil {
+		return ""
+	}
+	return h.Protocol + ":" + strconv.Itoa(int(h.Port)) + h.Path
+}
+
 func (lb *LoadBalancer) clone() LoadBalancer {
 	out := *lb
 	out.Listeners = slices.Clone(lb.Listeners)

@@ -51,11 +51,25 @@ func apiName(service string) string {
 }
 
 // awsServiceOf is the service of a Classic ELB or NLB view's calls.
-func awsServiceOf(lb *cloud.AWSLoadBalancerView) string {
-	if lb != nil && lb.Type == cloud.AWSLBNetwork {
+func awsServiceOf(lb *cloud.LoadBalancer) string {
+	if lb != nil && lb.Kind == cloud.LBKindNetwork {
 		return cloud.ServiceELBv2
 	}
 	return cloud.ServiceELB
+}
+
+// awsTargetCount counts what the provider registered: a Classic ELB's
+// instances (its view has one target per instance and instance port), an
+// NLB's targets.
+func awsTargetCount(lb *cloud.LoadBalancer) int {
+	if lb.Kind != cloud.LBKindClassic {
+		return len(lb.Targets)
+	}
+	ids := map[string]bool{}
+	for _, t := range lb.Targets {
+		ids[t.ID] = true
+	}
+	return len(ids)
 }
 
 // awsLBCall says whether a call through the AWS API may be about a load

@@ -237,10 +237,13 @@ func awsCall(seq uint64, service, action, errCode string) cloud.Call {
 func TestDeriveServiceProviders(t *testing.T) {
 	const elb, elbv2, ec2 = cloud.ServiceELB, cloud.ServiceELBv2, cloud.ServiceEC2
 	labLB := &cloud.LoadBalancer{Name: "lb", TargetType: "instance", Targets: []cloud.Target{{ID: "i-1", Port: 31234}}, HealthCheck: &cloud.HealthCheck{Protocol: "TCP", Port: 31234}}
-	classic := &cloud.AWSLoadBalancerView{Type: cloud.AWSLBClassic, Name: "lb", CreatedAt: t0, Targets: 2, HealthCheck: "TCP:31234", Listeners: 1}
-	classicEmpty := &cloud.AWSLoadBalancerView{Type: cloud.AWSLBClassic, Name: "lb", CreatedAt: t0, HealthCheck: "TCP:31234", Listeners: 1}
-	nlb := &cloud.AWSLoadBalancerView{Type: cloud.AWSLBNetwork, Name: "lb", CreatedAt: t0, Targets: 2, HealthCheck: "TCP:31234", Listeners: 1}
-	nlbNoListener := &cloud.AWSLoadBalancerView{Type: cloud.AWSLBNetwork, Name: "lb", CreatedAt: t0}
+	hc := &cloud.HealthCheck{Protocol: "TCP", Port: 31234}
+	two := []cloud.Target{{ID: "i-1", Port: 31234}, {ID: "i-2", Port: 31234}}
+	one := []cloud.Listener{{Protocol: "TCP", Port: 80, TargetPort: 31234}}
+	classic := &cloud.LoadBalancer{Kind: cloud.LBKindClassic, Name: "lb", CreatedAt: t0, Targets: two, HealthCheck: hc, Listeners: one}
+	classicEmpty := &cloud.LoadBalancer{Kind: cloud.LBKindClassic, Name: "lb", CreatedAt: t0, HealthCheck: hc, Listeners: one}
+	nlb := &cloud.LoadBalancer{Kind: cloud.LBKindNetwork, Name: "lb", CreatedAt: t0, Targets: two, HealthCheck: hc, Listeners: one}
+	nlbNoListener := &cloud.LoadBalancer{Kind: cloud.LBKindNetwork, Name: "lb", CreatedAt: t0}
 	labCalls := []cloud.Call{
 		call(1, "DescribeLoadBalancers", cloud.ErrLBNotFound), call(2, "CreateLoadBalancer", ""), call(3, "DescribeInstances", ""),
 		call(4, "RegisterTargets", ""), call(5, "ConfigureHealthCheck", ""),
@@ -264,7 +267,7 @@ func TestDeriveServiceProviders(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		lb        *cloud.LoadBalancer
-		awsLB     *cloud.AWSLoadBalancerView
+		awsLB     *cloud.LoadBalancer
 		calls     []cloud.Call
 		wantStep  int
 		wantStuck string // the stuck message's start, "" for none

@@ -524,7 +524,7 @@ func (o *Observer) ownLocked(lb cloud.LoadBalancer) {
 
 // ownAWSLocked learns the owner of a Classic ELB or NLB from its tags.
 func (o *Observer) ownAWSLocked(name string) {
-	if lb, ok := o.cfg.Cloud.AWSLoadBalancerSummary(name); ok {
+	if lb, ok := o.cfg.Cloud.LookupLoadBalancer(name); ok {
 		if svc := lb.Tags[cloud.ServiceTag]; svc != "" {
 			o.lbOwner[name] = svc
 		}
@@ -691,10 +691,10 @@ func (o *Observer) recomputeServiceLocked(key string) {
 	}
 	if in.lbName != "" {
 		in.calls = o.lbCalls[in.lbName]
-		if lb, ok := o.cfg.Cloud.LookupLoadBalancer(in.lbName); ok {
-			in.lb = &lb
-		} else if lb, ok := o.cfg.Cloud.AWSLoadBalancerSummary(in.lbName); ok {
+		if lb, ok := o.cfg.Cloud.LookupLoadBalancer(in.lbName); ok && lb.Kind != "" {
 			in.awsLB = &lb
+		} else if ok {
+			in.lb = &lb
 		}
 	}
 	if t, ok := o.traces[key]; ok {

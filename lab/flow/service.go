@@ -41,7 +41,7 @@ type serviceInput struct {
 	lb     *cloud.LoadBalancer
 	// awsLB is the Classic ELB or NLB of the upstream AWS provider, when
 	// that provider made it (lb is then nil).
-	awsLB         *cloud.AWSLoadBalancerView
+	awsLB         *cloud.LoadBalancer
 	events        []EventView  // about this Service, oldest first
 	calls         []cloud.Call // about its LB, oldest first
 	lastTrace     *TraceInfo
@@ -161,8 +161,8 @@ func lbSteps(in serviceInput) (created, targets evidence) {
 	case in.lb != nil && len(in.lb.Targets) > 0 && in.lb.HealthCheck != nil:
 		targets = proof(at, flowtext.Targets, "n", strconv.Itoa(len(in.lb.Targets)), "mode", string(in.lb.TargetType),
 			"proto", in.lb.HealthCheck.Protocol, "port", strconv.Itoa(int(in.lb.HealthCheck.Port)))
-	case in.awsLB != nil && in.awsLB.Targets > 0 && in.awsLB.HealthCheck != "" && in.awsLB.Listeners > 0:
-		targets = proof(at, flowtext.TargetsAWS, "n", strconv.Itoa(in.awsLB.Targets), "hc", in.awsLB.HealthCheck,
+	case in.awsLB != nil && len(in.awsLB.Targets) > 0 && in.awsLB.HealthCheck != nil && len(in.awsLB.Listeners) > 0:
+		targets = proof(at, flowtext.TargetsAWS, "n", strconv.Itoa(awsTargetCount(in.awsLB)), "hc", in.awsLB.HealthCheck.Target(),
 			"api", apiName(service), "actions", strings.Join(actions, " + "))
 	}
 	return created, targets
