@@ -166,18 +166,26 @@ func TestClusterLooksReal(t *testing.T) {
 		mustKubectl(t, dataDir, "create", "deployment", "web", "--image=nginx:1.29", "--port=80")
 		mustKubectl(t, dataDir, "expose", "deployment", "web", "--type=LoadBalancer", "--port=80")
 		var lbName string
-		eventually(t, "a load balancer for default/web", func() (bool, string) {
+		lbIPs := map[string]bool{}
+		eventually(t, "a Classic ELB for default/web", func() (bool, string) {
 			var lbs []struct {
-				Name string            `json:"name"`
-				Tags map[string]string `json:"tags"`
+				Name      string            `json:"name"`
+				Kind      string            `json:"kind"`
+				Tags      map[string]string `json:"tags"`
+				Addresses []struct {
+					IP string `json:"ip"`
+				} `json:"addresses"`
 			}
 			_ = json.Unmarshal(apiCall(t, l, http.MethodGet, "/cloud/loadbalancers", nil), &lbs)
 			for _, lb := range lbs {
-				if lb.Tags["kubernetes.io/service-name"] == "default/web" {
+				if lb.Tags["kubernetes.io/service-name"] == "default/web" && lb.Kind == "classic" {
 					lbName = lb.Name
+					for _, a := range lb.Addresses {
+						lbIPs[a.IP] = true
+					}
 				}
 			}
-			return lbName != "", fmt.Sprint(lbs)
+			return lbName != "" && len(lbIPs) > 0, fmt.Sprint(lbs)
 		})
 		eventually(t, "the Service controller's own lines in the CCM Pod's log", func() (bool, string) {
 			out, err := kubectlIn(t, dataDir, "-n", "kube-system", "logs", ccmPod)
@@ -231,10 +239,16 @@ func TestClusterLooksReal(t *testing.T) {
 			t.Errorf("under externalTrafficPolicy Cluster the Pod saw %s, want a node IP (%v)", ip, nodeIPs)
 		}
 		mustKubectl(t, dataDir, "patch", "svc", "web", "-p", `{"spec":{"externalTrafficPolicy":"Local"}}`)
-		eventually(t, "the Pod seeing the client's own IP under Local", func() (bool, string) {
+		// A Classic ELB proxies TCP: under Local too the Pod sees the
+		// ELB's own address in the VPC, never the client's (only an NLB,
+		// app/upstreamtest, keeps it).
+		eventually(t, "the Pod seeing the ELB's address under Local", func() (bool, string) {
 			send()
 			ip := lastField()
-			return ip == client, ip
+			if ip == client {
+				t.Fatalf("behind a Classic ELB the Pod saw the client's own IP %s", ip)
+			}
+			return lbIPs[ip], ip
 		})
 		out := mustKubectl(t, dataDir, "describe", "pod", "-l", "app=web")
 		for _, w := range []string{"Scheduled", "Pulled", "Created", "Started", "kubelet"} {
