@@ -117,6 +117,7 @@ bench: build kwok ## Run the benchmarks and print the budgets table (about 25 mi
 	@# Latency percentiles need many samples; whole-lab starts and
 	@# convergence runs are expensive, so they run a few times inside.
 	$(GO) test -run '^$$' -bench 'ServiceExternalIP|NodeInit|Fanout200|Burst100|MapRender' -benchtime 20x -timeout 30m ./controllers ./server/hub ./web/e2e | tee -a $(BENCH_OUT)
+	$(GO) test -run '^$$' -bench 'Upstream' -benchtime 20x -timeout 30m ./app/upstreamtest | tee -a $(BENCH_OUT)
 	$(GO) test -run '^$$' -bench 'APICalls' -benchtime 1s ./lab/cloud | tee -a $(BENCH_OUT)
 	$(GO) test -run '^$$' -bench 'Heartbeat' -benchtime 5x -timeout 30m ./lab/kubelet | tee -a $(BENCH_OUT)
 	CCMLAB_KWOK=$(BENCH_DIR)/kwok CCMLAB_KWOK_STAGES=$(BENCH_DIR)/kwok-stages.yaml \

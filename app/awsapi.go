@@ -59,7 +59,7 @@ func (a *App) startAWSAPI(gctx context.Context, g *errgroup.Group, c *cloud.Clou
 		cc := c.Config()
 		*up = upstreamaws.Config{
 			Endpoint: srv.URL(), Region: cc.Region, VPCID: n.VPCID, SubnetID: n.Subnets[0].ID,
-			RouteTableID: n.RouteTableID, ClusterID: cc.ClusterID, Dir: a.dataDir,
+			RouteTableID: n.RouteTableID, ClusterID: cc.ClusterID, Dir: a.dataDir, Methods: c.Methods(),
 		}
 	}
 	return srv, nil

@@ -65,7 +65,7 @@ func ServeUpstream(env *cptest.Env, l sim.Lab) (*Lab, *Upstream, error) {
 		n := s.Cloud.AWSNetworkInfo()
 		cc := s.Cloud.Config()
 		up = upstreamaws.Config{Endpoint: srv.URL(), Region: cc.Region, VPCID: n.VPCID, SubnetID: n.Subnets[0].ID,
-			RouteTableID: n.RouteTableID, ClusterID: cc.ClusterID, Dir: dir}
+			RouteTableID: n.RouteTableID, ClusterID: cc.ClusterID, Dir: dir, Methods: s.Cloud.Methods()}
 		return nil
 	})
 	if err != nil {

@@ -34,6 +34,8 @@ import (
 	"k8s.io/client-go/rest"
 	cloudprovider "k8s.io/cloud-provider"
 
+	"github.com/ccmlab/ccmlab/lab/cloud"
+
 	// Registers the "aws" provider factory.
 	_ "k8s.io/cloud-provider-aws/pkg/providers/v1"
 )
@@ -58,6 +60,10 @@ type Config struct {
 	ClusterID    string
 	// Dir is where the cloud config files are written (the data dir).
 	Dir string
+	// Methods, when set, learns which cloudprovider.Interface method each
+	// controller's provider is in, so the AWS API can put it in the call
+	// log (the lab's cloud's cloud.Cloud.Methods).
+	Methods *cloud.MethodTracker
 }
 
 func (c *Config) validate() error {
@@ -102,15 +108,18 @@ func New(cfg Config, caller string, client kubernetes.Interface, factory informe
 	if err := os.WriteFile(path, []byte(cfg.CloudConfig(caller)), 0o600); err != nil {
 		return nil, fmt.Errorf("upstreamaws: %w", err)
 	}
-	cloud, err := cloudprovider.InitCloudProvider(ProviderName, path)
+	prov, err := cloudprovider.InitCloudProvider(ProviderName, path)
 	if err != nil {
 		return nil, fmt.Errorf("upstreamaws: %w", err)
 	}
-	if iu, ok := cloud.(cloudprovider.InformerUser); ok {
+	if iu, ok := prov.(cloudprovider.InformerUser); ok {
 		iu.SetInformers(factory)
 	}
-	cloud.Initialize(clientBuilder{client}, stop)
-	return cloud, nil
+	prov.Initialize(clientBuilder{client}, stop)
+	if cfg.Methods != nil {
+		return attributed{Interface: prov, caller: caller, methods: cfg.Methods}, nil
+	}
+	return prov, nil
 }
 
 // clientBuilder hands the provider the controller's own client.

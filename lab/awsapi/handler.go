@@ -229,6 +229,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := cloud.WithService(cloud.WithCaller(r.Context(), caller), svc.CallService)
+	if m := h.cfg.Cloud.Methods().Method(caller); m != "" {
+		ctx = cloud.WithMethod(ctx, m)
+	}
 	out, err := a.fn(ctx, in.Interface())
 	if err != nil {
 		writeError(w, svc, reqID, toAPIError(svc, err))

@@ -41,8 +41,11 @@ type Cloud struct {
 	faults faultState
 	step   stepState
 	log    *callLog
-	hub    pubsub.Broadcaster[Event]
-	store  *store // nil when memory-only
+	// methods says which cloudprovider.Interface method each caller of
+	// the AWS API is in (the upstream provider's calls carry no context).
+	methods MethodTracker
+	hub     pubsub.Broadcaster[Event]
+	store   *store // nil when memory-only
 }
 
 // New builds a Cloud from cfg, applying defaults, and loads cfg.StatePath

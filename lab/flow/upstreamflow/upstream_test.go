@@ -98,6 +98,17 @@ func TestUpstreamSixSteps(t *testing.T) {
 			if got := f.Steps[3].Evidence; !strings.HasSuffix(got, tc.want4) {
 				t.Errorf("step 4 evidence %q, want it to end %q", got, tc.want4)
 			}
+			// The provider's calls carry the interface method they served
+			// (its decorator tells the AWS API), as the lab's own do.
+			var created bool
+			for _, c := range lab.Cloud.Calls(0) {
+				if c.Action == "CreateLoadBalancer" && c.Caller == "service-controller" && c.Method == "LoadBalancer.EnsureLoadBalancer" {
+					created = true
+				}
+			}
+			if !created {
+				t.Errorf("no CreateLoadBalancer in the call log attributed to LoadBalancer.EnsureLoadBalancer")
+			}
 			lb, ok := lab.Cloud.LookupLoadBalancer(f.LB)
 			if !ok || len(lb.Targets) == 0 {
 				t.Fatalf("the cloud has no load balancer %q with targets: %+v", f.LB, lb)
