@@ -77,24 +77,25 @@ func (a *AWS) callerURL() string {
 	return strings.TrimSuffix(a.Endpoint, "/") + "/caller/" + Caller + "/"
 }
 
-// clients builds the ELBv2 and EC2 clients. The aws.Config is built by
-// hand, not loaded: nothing is read from the environment or ~/.aws, and
-// BaseEndpoint is always the lab's. The SDK does not retry: the workqueue
-// does, so an injected failure shows as the controller's own failure, as
-// every other controller's does.
-func (a *AWS) clients() (*elbv2.Client, *ec2.Client) {
+// clients builds the ELBv2 and EC2 clients and returns the HTTP client
+// under them. The aws.Config is built by hand, not loaded: nothing is read
+// from the environment or ~/.aws, and BaseEndpoint is always the lab's.
+// The SDK does not retry: the workqueue does, so an injected failure shows
+// as the controller's own failure, as every other controller's does.
+func (a *AWS) clients() (*elbv2.Client, *ec2.Client, *http.Client) {
 	cfg := aws.Config{
 		Region:      a.Region,
 		Credentials: credentials.NewStaticCredentialsProvider(a.AccessKeyID, a.SecretAccessKey, ""),
 		Retryer:     func() aws.Retryer { return aws.NopRetryer{} },
 	}
-	cfg.HTTPClient = a.HTTPClient
-	if a.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{Transport: LoopbackTransport()}
+	hc := a.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Transport: LoopbackTransport()}
 	}
+	cfg.HTTPClient = hc
 	base := a.callerURL()
 	return elbv2.NewFromConfig(cfg, func(o *elbv2.Options) { o.BaseEndpoint = aws.String(base) }),
-		ec2.NewFromConfig(cfg, func(o *ec2.Options) { o.BaseEndpoint = aws.String(base) })
+		ec2.NewFromConfig(cfg, func(o *ec2.Options) { o.BaseEndpoint = aws.String(base) }), hc
 }
 
 // InProcessEndpoint is the endpoint to give with HandlerTransport:

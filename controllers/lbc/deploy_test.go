@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -391,5 +392,33 @@ func TestAWSValidate(t *testing.T) {
 	a.Region = ""
 	if err := a.validate(); err == nil || !strings.Contains(err.Error(), "region") {
 		t.Errorf("no region: %v", err)
+	}
+}
+
+// The environment the upstream provider's process sets (AWS_ENDPOINT_URL
+// at a tripwire) or a user's shell has must not redirect the controller:
+// its endpoint is always the one it was given.
+func TestEnvironmentDoesNotRedirect(t *testing.T) {
+	var hits atomic.Int32
+	tripwire := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		http.Error(w, "tripwire", http.StatusForbidden)
+	}))
+	defer tripwire.Close()
+	for _, k := range []string{"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_ELASTIC_LOAD_BALANCING_V2", "AWS_ENDPOINT_URL_EC2"} {
+		t.Setenv(k, tripwire.URL)
+	}
+	t.Setenv("AWS_REGION", "us-east-1")
+	s := svc("shop", "web", "uid-4", v1.ServicePort{Name: "http", Port: 80, Protocol: v1.ProtocolTCP, NodePort: 30080})
+	s.Annotations = nil // instance targets: ELBv2 and EC2 calls
+	w := newWorld(t, false, s)
+	if _, changed, _ := w.deploy(s); !changed {
+		t.Fatal("nothing deployed")
+	}
+	if err := w.c.teardown(w.ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("%d requests reached the tripwire", n)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -103,6 +104,7 @@ type Controller struct {
 	log      *slog.Logger
 	elb      *elbv2.Client
 	ec2      *ec2.Client
+	http     *http.Client // the SDK clients' transport
 	services corelisters.ServiceLister
 	slices   discoverylisters.EndpointSliceLister
 	nodes    corelisters.NodeLister
@@ -132,12 +134,13 @@ func New(cfg Config, factory informers.SharedInformerFactory) (*Controller, erro
 	svcInf := factory.Core().V1().Services()
 	esInf := factory.Discovery().V1().EndpointSlices()
 	nodeInf := factory.Core().V1().Nodes()
-	elbClient, ec2Client := cfg.AWS.clients()
+	elbClient, ec2Client, httpClient := cfg.AWS.clients()
 	c := &Controller{
 		cfg:      cfg,
 		log:      cfg.Logger.With("controller", "lbc"),
 		elb:      elbClient,
 		ec2:      ec2Client,
+		http:     httpClient,
 		services: svcInf.Lister(),
 		slices:   esInf.Lister(),
 		nodes:    nodeInf.Lister(),
@@ -277,6 +280,8 @@ func (c *Controller) Run(ctx context.Context) {
 	<-ctx.Done()
 	c.queue.ShutDown()
 	wg.Wait()
+	// Keep-alive connections to the AWS API would outlive the instance.
+	c.http.CloseIdleConnections()
 	c.log.Info("stopped")
 }
 
