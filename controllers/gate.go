@@ -79,3 +79,12 @@ func (t *gatedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	defer t.g.Leave()
 	return t.next.RoundTrip(r)
 }
+
+// CloseIdleConnections passes on to the next transport, so that
+// http.Client.CloseIdleConnections reaches it through the gate (the lbc
+// add-on closes its keep-alive connections to the AWS API when it stops).
+func (t *gatedTransport) CloseIdleConnections() {
+	if c, ok := t.next.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ccmlab/ccmlab/controllers/lbc"
+	"github.com/ccmlab/ccmlab/lab/awsapi"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/profile"
 )
@@ -37,8 +39,27 @@ func (l *lab) endpointSlice(svc string, ready map[string]bool, port int32) *disc
 	return es
 }
 
+// withAWSAPI serves the lab's cloud in AWS's wire protocol on a loopback
+// listener and gives the manager its endpoint, as the served lab does.
+func withAWSAPI(t *testing.T) labOpt {
+	return func(c *Config) {
+		h, err := awsapi.New(awsapi.Config{Cloud: c.Cloud})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(h)
+		t.Cleanup(srv.Close)
+		c.AWSAPI = func() string { return srv.URL }
+	}
+}
+
+// nlbByName is the lbc's NLB as the page and the checks read it.
+func (l *lab) nlbByName(name string) (cloud.LoadBalancer, bool) {
+	return l.cloud.LookupLoadBalancer(name)
+}
+
 func TestLBCAddon(t *testing.T) {
-	l := newLab(t, "vpc-cni", nil, withAddons(AddonLBC))
+	l := newLab(t, "vpc-cni", nil, withAddons(AddonLBC), withAWSAPI(t))
 	if st := l.mgr.Status(); !st[AddonLBC] || !st[profile.Service] {
 		t.Fatalf("Status = %v", st)
 	}
@@ -54,11 +75,11 @@ func TestLBCAddon(t *testing.T) {
 	}
 	name := lbc.LoadBalancerName(nlb)
 	eventually(t, 15*time.Second, "ip targets are the ready Pod IPs", func() (bool, string) {
-		lb, ok := l.lbByName(name)
+		lb, ok := l.nlbByName(name)
 		return ok && slices.Equal(targetIDs(lb), []string{"10.0.1.10:8080", "10.0.2.20:8080"}), strings.Join(targetIDs(lb), " ")
 	})
-	lb, _ := l.lbByName(name)
-	if lb.TargetType != cloud.TargetTypeIP || lb.Listeners[0].Port != 80 || lb.Listeners[0].TargetPort != 8080 {
+	lb, _ := l.nlbByName(name)
+	if lb.TargetType != cloud.TargetTypeIP || lb.Kind != cloud.LBKindNetwork || lb.Listeners[0].Port != 80 || lb.Listeners[0].TargetPort != 8080 {
 		t.Errorf("lb = %+v", lb)
 	}
 	eventually(t, 10*time.Second, "status, finalizer and event", func() (bool, string) {
@@ -77,7 +98,7 @@ func TestLBCAddon(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 10*time.Second, "targets follow the EndpointSlice", func() (bool, string) {
-		lb, _ := l.lbByName(name)
+		lb, _ := l.nlbByName(name)
 		return slices.Equal(targetIDs(lb), []string{"10.0.2.20:8080", "10.0.3.30:8080"}), strings.Join(targetIDs(lb), " ")
 	})
 
@@ -102,7 +123,7 @@ func TestLBCAddon(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 20*time.Second, "healed", func() (bool, string) {
-		lb, _ := l.lbByName(name)
+		lb, _ := l.nlbByName(name)
 		return len(lb.Targets) == 3, strings.Join(targetIDs(lb), " ")
 	})
 
@@ -115,12 +136,20 @@ func TestLBCAddon(t *testing.T) {
 	if evs := l.controllerEvents(none.UID); len(evs) != 0 {
 		t.Errorf("class example.com/none got events %v", reasons(evs))
 	}
-	if lbs := l.cloud.Snapshot().LoadBalancers; len(lbs) != 1 {
-		t.Errorf("%d load balancers, want only the nlb one", len(lbs))
+	if lbs := l.cloud.Snapshot().LoadBalancers; len(lbs) != 0 {
+		t.Errorf("%d of the lab's own load balancers, want none", len(lbs))
 	}
+	if lbs := l.cloud.AWSLoadBalancerViews(); len(lbs) != 1 {
+		t.Errorf("%d AWS load balancers, want only the nlb one", len(lbs))
+	}
+	// Every lbc call came over the AWS API (ELBv2, or EC2 for the
+	// subnets), under its own name.
 	for _, c := range l.cloud.Calls(0) {
-		if c.Action == cloud.ActionCreateLoadBalancer && c.Caller != lbc.Caller {
-			t.Errorf("CreateLoadBalancer by %q", c.Caller)
+		if c.Action == cloud.ActionCreateLoadBalancer && (c.Caller != lbc.Caller || c.Service != cloud.ServiceELBv2) {
+			t.Errorf("CreateLoadBalancer by %q over %q", c.Caller, c.Service)
+		}
+		if c.Caller == lbc.Caller && c.Service != cloud.ServiceELBv2 && c.Service != cloud.ServiceEC2 {
+			t.Errorf("lbc called %s over %q, not the AWS API", c.Action, c.Service)
 		}
 	}
 
@@ -132,14 +161,14 @@ func TestLBCAddon(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Second)
-	if _, ok := l.lbByName(name); !ok {
+	if _, ok := l.nlbByName(name); !ok {
 		t.Fatal("load balancer deleted while the lbc was off")
 	}
 	if err := l.mgr.Enable(AddonLBC); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 15*time.Second, "LB and Service deleted", func() (bool, string) {
-		_, ok := l.lbByName(name)
+		_, ok := l.nlbByName(name)
 		_, err := l.client.CoreV1().Services(l.ns).Get(l.ctx, "nlb", metav1.GetOptions{})
 		return !ok && apierrors.IsNotFound(err), errStr(err)
 	})

@@ -72,6 +72,12 @@ type Config struct {
 	// caller names the instance in the call log; client and factory are
 	// the instance's own, stop ends with it.
 	Upstream func(caller string, client kubernetes.Interface, factory informers.SharedInformerFactory, stop <-chan struct{}) (cloudprovider.Interface, error)
+	// AWSAPI, when set, returns the lab's AWS API endpoint on loopback
+	// (lab/awsapi, e.g. http://127.0.0.1:39211), read each time the lbc
+	// add-on starts (the API may come up after NewManager): lbc talks ELBv2
+	// and EC2 to it. Unset, or "" when called, lbc sends the same requests
+	// to the API served in process over Cloud.
+	AWSAPI func() string
 
 	// Switch, when set, makes the manager hosted (process.go): the CCM
 	// controllers run only inside CCM processes (RunProcess, one per run

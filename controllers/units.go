@@ -25,6 +25,7 @@ import (
 	_ "k8s.io/kubernetes/pkg/features"
 
 	"github.com/ccmlab/ccmlab/controllers/lbc"
+	"github.com/ccmlab/ccmlab/lab/awsapi"
 	"github.com/ccmlab/ccmlab/lab/profile"
 )
 
@@ -85,7 +86,7 @@ func (m *Manager) startIn(parent context.Context, name string, p *Process) error
 			return fmt.Errorf("starting %s controller: %w", name, err)
 		}
 	}
-	run, err := m.build(name, client, u.factory, cp, p)
+	run, err := m.build(name, client, u.factory, cp, p, u.gate)
 	if err != nil {
 		cancel()
 		u.factory.Shutdown()
@@ -176,8 +177,9 @@ func (m *Manager) clientFor(name string, g *gate, unlimited bool, p *Process) (k
 }
 
 // build constructs the named controller on factory's informers and returns
-// its blocking run function.
-func (m *Manager) build(name string, client kubernetes.Interface, factory informers.SharedInformerFactory, p cloudprovider.Interface, proc *Process) (func(context.Context), error) {
+// its blocking run function. g is the instance's gate (the lbc add-on's
+// AWS requests pass through it).
+func (m *Manager) build(name string, client kubernetes.Interface, factory informers.SharedInformerFactory, p cloudprovider.Interface, proc *Process, g *gate) (func(context.Context), error) {
 	t, cidrs, clusterName := m.cfg.Tuning, m.cidrs, m.cfg.ClusterName
 	if proc != nil {
 		t, cidrs, clusterName = proc.tuning, proc.cidrs, proc.Args.ClusterName
@@ -225,9 +227,13 @@ func (m *Manager) build(name string, client kubernetes.Interface, factory inform
 		return func(ctx context.Context) { c.Run(ctx, t.ServiceWorkers, m.metrics) }, nil
 
 	case AddonLBC:
+		a, err := m.lbcAWS(g)
+		if err != nil {
+			return nil, err
+		}
 		c, err := lbc.New(lbc.Config{
 			Client:      client,
-			Cloud:       m.cfg.Cloud,
+			AWS:         a,
 			ClusterName: m.cfg.ClusterName,
 			Workers:     t.LBCWorkers,
 			Logger:      m.cfg.Logger,
@@ -238,6 +244,32 @@ func (m *Manager) build(name string, client kubernetes.Interface, factory inform
 		return c.Run, nil
 	}
 	return nil, fmt.Errorf("%w %q", ErrUnknownController, name)
+}
+
+// lbcAWS is where the lbc add-on talks AWS: the lab's AWS API endpoint
+// when the manager was given one (Config.AWSAPI), else the same API served
+// in process over the manager's cloud. Either way its requests are the
+// AWS query protocol, signed with the lab's static credentials, and pass
+// through the instance's gate like every controller's cloud calls.
+func (m *Manager) lbcAWS(g *gate) (lbc.AWS, error) {
+	cc, n := m.cfg.Cloud.Config(), m.cfg.Cloud.AWSNetworkInfo()
+	a := lbc.AWS{
+		Region: cc.Region, VPCID: n.VPCID, VPCCIDR: n.CIDR, ClusterID: cc.ClusterID,
+		AccessKeyID: awsapi.DefaultAccessKeyID, SecretAccessKey: awsapi.DefaultSecretAccessKey,
+	}
+	if m.cfg.AWSAPI != nil {
+		a.Endpoint = m.cfg.AWSAPI()
+	}
+	next := lbc.LoopbackTransport()
+	if a.Endpoint == "" {
+		h, err := awsapi.New(awsapi.Config{Cloud: m.cfg.Cloud, Logger: m.cfg.Logger.With("component", "awsapi")})
+		if err != nil {
+			return a, err
+		}
+		a.Endpoint, next = lbc.InProcessEndpoint, lbc.HandlerTransport(h)
+	}
+	a.HTTPClient = &http.Client{Transport: &gatedTransport{g: g, next: next}}
+	return a, nil
 }
 
 // skipInitialNodeAdds is the node informer as the Service controller sees

@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	elbv2 "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	v1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,7 +29,6 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
-	"github.com/ccmlab/ccmlab/controllers/internal/live"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 )
 
@@ -51,6 +53,9 @@ const (
 	AnnotationType = "service.beta.kubernetes.io/aws-load-balancer-type"
 	// AnnotationTargetType is "instance" (the default) or "ip".
 	AnnotationTargetType = "service.beta.kubernetes.io/aws-load-balancer-nlb-target-type"
+	// AnnotationScheme is "internal" or "internet-facing" (the lab's
+	// default).
+	AnnotationScheme = "service.beta.kubernetes.io/aws-load-balancer-scheme"
 )
 
 // IsExternal reports whether the annotations hand a Service to the load
@@ -81,8 +86,12 @@ const (
 
 // Config is what the controller needs.
 type Config struct {
-	Client      kubernetes.Interface
-	Cloud       *cloud.Cloud
+	Client kubernetes.Interface
+	// AWS is where the lab's AWS API is: the controller talks ELBv2 (and
+	// EC2, for subnets and the nodes' security group) to it through
+	// aws-sdk-go-v2, as the real controller does.
+	AWS AWS
+	// ClusterName is the elbv2.k8s.aws/cluster tag on what it creates.
 	ClusterName string
 	Workers     int           // default 2
 	Resync      time.Duration // how often every owned Service is re-checked; default 60s
@@ -93,6 +102,9 @@ type Config struct {
 type Controller struct {
 	cfg      Config
 	log      *slog.Logger
+	elb      *elbv2.Client
+	ec2      *ec2.Client
+	http     *http.Client // the SDK clients' transport
 	services corelisters.ServiceLister
 	slices   discoverylisters.EndpointSliceLister
 	nodes    corelisters.NodeLister
@@ -105,8 +117,14 @@ type Controller struct {
 // New registers the controller's handlers on factory's Service and
 // EndpointSlice informers; the caller starts the factory.
 func New(cfg Config, factory informers.SharedInformerFactory) (*Controller, error) {
-	if cfg.Client == nil || cfg.Cloud == nil {
-		return nil, errors.New("lbc: Client and Cloud are required")
+	if cfg.Client == nil {
+		return nil, errors.New("lbc: a Client is required")
+	}
+	if cfg.ClusterName == "" {
+		return nil, errors.New("lbc: a ClusterName is required")
+	}
+	if err := cfg.AWS.validate(); err != nil {
+		return nil, fmt.Errorf("lbc: %w", err)
 	}
 	cfg.Workers = cmp.Or(cfg.Workers, 2)
 	cfg.Resync = cmp.Or(cfg.Resync, time.Minute)
@@ -116,9 +134,13 @@ func New(cfg Config, factory informers.SharedInformerFactory) (*Controller, erro
 	svcInf := factory.Core().V1().Services()
 	esInf := factory.Discovery().V1().EndpointSlices()
 	nodeInf := factory.Core().V1().Nodes()
+	elbClient, ec2Client, httpClient := cfg.AWS.clients()
 	c := &Controller{
 		cfg:      cfg,
 		log:      cfg.Logger.With("controller", "lbc"),
+		elb:      elbClient,
+		ec2:      ec2Client,
+		http:     httpClient,
 		services: svcInf.Lister(),
 		slices:   esInf.Lister(),
 		nodes:    nodeInf.Lister(),
@@ -139,8 +161,18 @@ func New(cfg Config, factory informers.SharedInformerFactory) (*Controller, erro
 		return nil, err
 	}
 	_, err = esInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueSlice,
-		UpdateFunc: func(_, cur any) { c.enqueueSlice(cur) },
+		AddFunc: c.enqueueSlice,
+		UpdateFunc: func(old, cur any) {
+			// The informer's resync re-delivers unchanged slices every few
+			// seconds; the Service's own resync already re-checks the
+			// cloud, and each check is several calls in the call log.
+			o, ok1 := old.(*discoveryv1.EndpointSlice)
+			n, ok2 := cur.(*discoveryv1.EndpointSlice)
+			if ok1 && ok2 && o.ResourceVersion == n.ResourceVersion {
+				return
+			}
+			c.enqueueSlice(cur)
+		},
 		DeleteFunc: c.enqueueSlice,
 	})
 	if err != nil {
@@ -248,6 +280,8 @@ func (c *Controller) Run(ctx context.Context) {
 	<-ctx.Done()
 	c.queue.ShutDown()
 	wg.Wait()
+	// Keep-alive connections to the AWS API would outlive the instance.
+	c.http.CloseIdleConnections()
 	c.log.Info("stopped")
 }
 
@@ -316,8 +350,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		c.event(svc, v1.EventTypeWarning, ReasonFailedBuild, "Failed build model due to %v", err)
 		return err
 	}
-	cctx := cloud.WithCaller(ctx, Caller)
-	lb, changed, err := c.deploy(cctx, model, svc)
+	dns, changed, err := c.deploy(ctx, model, svc)
 	if err != nil {
 		if ctx.Err() != nil {
 			return err // switched off mid-call: not a cloud failure to report
@@ -325,7 +358,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		c.event(svc, v1.EventTypeWarning, ReasonFailedDeploy, "Failed deploy model due to %v", err)
 		return err
 	}
-	status := ingress(lb)
+	// An NLB answers with its DNS name, and the Service's status says so.
+	status := []v1.LoadBalancerIngress{{Hostname: dns}}
 	if !slices.EqualFunc(svc.Status.LoadBalancer.Ingress, status, ingressEqual) {
 		svc.Status.LoadBalancer.Ingress = status
 		if _, err := c.cfg.Client.CoreV1().Services(ns).UpdateStatus(ctx, svc, metav1.UpdateOptions{}); err != nil {
@@ -340,90 +374,14 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	return nil
 }
 
-// deploy makes the cloud match the model and reports whether it changed
-// anything.
-func (c *Controller) deploy(ctx context.Context, m Model, svc *v1.Service) (cloud.LoadBalancer, bool, error) {
-	cl := c.cfg.Cloud
-	changed := false
-	var lb cloud.LoadBalancer
-	out, err := cl.DescribeLoadBalancers(ctx, m.Name)
-	switch {
-	case cloud.IsCode(err, cloud.ErrLBNotFound):
-		if err := live.ConfirmService(ctx, c.cfg.Client.CoreV1(), svc); err != nil {
-			return lb, false, err
-		}
-		lb, err = cl.CreateLoadBalancer(ctx, cloud.CreateLoadBalancerInput{
-			Name: m.Name, Listeners: m.Listeners, TargetType: m.TargetType, Tags: m.Tags,
-		})
-		if err != nil {
-			return lb, false, fmt.Errorf("creating load balancer %s: %w", m.Name, err)
-		}
-		changed = true
-	case err != nil:
-		return lb, false, fmt.Errorf("describing load balancer %s: %w", m.Name, err)
-	default:
-		lb = out[0]
-		if lb.TargetType != m.TargetType {
-			// The real controller would build a new target group; here the
-			// Service has to be created again.
-			return lb, false, fmt.Errorf("load balancer %s exists with target type %s, want %s (delete and recreate the Service to change it)", m.Name, lb.TargetType, m.TargetType)
-		}
-		if !slices.Equal(lb.Listeners, m.Listeners) {
-			if lb, err = cl.SetListeners(ctx, m.Name, m.Listeners); err != nil {
-				return lb, false, fmt.Errorf("updating listeners of %s: %w", m.Name, err)
-			}
-			changed = true
-		}
-	}
-
-	type key struct {
-		id   string
-		port int32
-	}
-	want := map[key]bool{}
-	for _, t := range m.Targets {
-		want[key{t.ID, t.Port}] = true
-	}
-	have := map[key]bool{}
-	var stale, missing []cloud.Target
-	for _, t := range lb.Targets {
-		have[key{t.ID, t.Port}] = true
-		if !want[key{t.ID, t.Port}] {
-			stale = append(stale, cloud.Target{ID: t.ID, Port: t.Port})
-		}
-	}
-	for _, t := range m.Targets {
-		if !have[key{t.ID, t.Port}] {
-			missing = append(missing, t)
-		}
-	}
-	if len(missing) > 0 {
-		if err := cl.RegisterTargets(ctx, m.Name, missing); err != nil {
-			return lb, changed, fmt.Errorf("registering targets with %s: %w", m.Name, err)
-		}
-		changed = true
-	}
-	if len(stale) > 0 {
-		if err := cl.DeregisterTargets(ctx, m.Name, stale); err != nil {
-			return lb, changed, fmt.Errorf("deregistering targets from %s: %w", m.Name, err)
-		}
-		changed = true
-	}
-	if hc := lb.HealthCheck; hc == nil || hc.Protocol != m.HealthCheck.Protocol || hc.Port != m.HealthCheck.Port {
-		if err := cl.ConfigureHealthCheck(ctx, m.Name, m.HealthCheck); err != nil {
-			return lb, changed, fmt.Errorf("configuring health check of %s: %w", m.Name, err)
-		}
-		changed = true
-	}
-	return lb, changed, nil
-}
-
-// cleanup deletes the load balancer, then lets the Service go.
+// cleanup deletes the load balancer and what belongs to it, then lets
+// the Service go.
 func (c *Controller) cleanup(ctx context.Context, svc *v1.Service) error {
 	name := LoadBalancerName(svc)
-	err := c.cfg.Cloud.DeleteLoadBalancer(cloud.WithCaller(ctx, Caller), name)
-	if err != nil && !cloud.IsCode(err, cloud.ErrLBNotFound) {
-		c.event(svc, v1.EventTypeWarning, ReasonFailedCleanup, "Failed cleanup due to deleting load balancer %s: %v", name, err)
+	if err := c.teardown(ctx, svc); err != nil {
+		if ctx.Err() == nil {
+			c.event(svc, v1.EventTypeWarning, ReasonFailedCleanup, "Failed cleanup due to %v", err)
+		}
 		return err
 	}
 	svc.Finalizers = slices.DeleteFunc(svc.Finalizers, func(f string) bool { return f == Finalizer })
@@ -432,14 +390,6 @@ func (c *Controller) cleanup(ctx context.Context, svc *v1.Service) error {
 	}
 	c.log.Info("deleted", "service", svc.Namespace+"/"+svc.Name, "loadBalancer", name)
 	return nil
-}
-
-func ingress(lb cloud.LoadBalancer) []v1.LoadBalancerIngress {
-	if lb.IP != "" {
-		vip := v1.LoadBalancerIPModeVIP
-		return []v1.LoadBalancerIngress{{IP: lb.IP, IPMode: &vip}}
-	}
-	return []v1.LoadBalancerIngress{{Hostname: lb.DNSName}}
 }
 
 func ingressEqual(a, b v1.LoadBalancerIngress) bool {

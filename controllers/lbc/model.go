@@ -33,6 +33,27 @@ type Model struct {
 	Tags        map[string]string
 }
 
+// TargetGroupName is the target group of listener l: like the load
+// balancer's name, with the listener's port, protocol, target port and the
+// target type in the hash, so a change of any of them makes a new target
+// group (the listener is then pointed at it and the old one deleted), as
+// the real controller does.
+func TargetGroupName(svc *v1.Service, l cloud.Listener, tt cloud.TargetType) string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s/%s/%s/%s:%d/%d/%s", svc.UID, svc.Namespace, svc.Name, l.Protocol, l.Port, l.TargetPort, tt))
+	return "k8s-" + cut(svc.Namespace, 8) + "-" + cut(svc.Name, 8) + "-" + hex.EncodeToString(sum[:])[:10]
+}
+
+// Scheme is the load balancer's scheme: internal with the scheme
+// annotation "internal", internet-facing otherwise. (The real controller
+// has made internal NLBs by default since v2.2; the lab keeps
+// internet-facing so that the page's requests from outside reach them.)
+func Scheme(svc *v1.Service) string {
+	if svc.Annotations[AnnotationScheme] == cloud.SchemeInternal {
+		return cloud.SchemeInternal
+	}
+	return cloud.SchemeInternetFacing
+}
+
 // LoadBalancerName is "k8s-<namespace>-<name>-<hash>" cut to ELB's 32
 // characters: readable in the cloud view, unique through a hash of the UID.
 func LoadBalancerName(svc *v1.Service) string {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -92,6 +94,10 @@ const awsAccount = "000000000000"
 func (c *Cloud) arnLocked(kind, name string) string {
 	return fmt.Sprintf("arn:aws:elasticloadbalancing:%s:%s:%s/%s/%016x", c.cfg.Region, awsAccount, kind, name, c.nextSeqLocked()*0x9e3779b97f4a7c15)
 }
+
+// sharedAddressSpace is RFC 6598's 100.64.0.0/10, which AWS accepts for
+// ip targets beside RFC 1918.
+var sharedAddressSpace = netip.MustParsePrefix("100.64.0.0/10")
 
 func notFoundLB(what string) error {
 	return errorf(ErrLBNotFound, "Load balancer '%s' not found", what)
@@ -304,7 +310,14 @@ func (c *Cloud) CreateTargetGroup(ctx context.Context, in TargetGroup) (TargetGr
 		}
 		tg.Targets = nil
 		tg.LoadBalancerARNs = nil
-		tg.Attributes = map[string]string{"deregistration_delay.timeout_seconds": "300", "proxy_protocol_v2.enabled": "false", "preserve_client_ip.enabled": "true"}
+		if tg.TargetType != string(TargetTypeInstance) && tg.TargetType != string(TargetTypeIP) {
+			return "", errorf(ErrValidation, "TargetType '%s' must be one of [instance, ip]", tg.TargetType)
+		}
+		// AWS's default: client IPs are kept for instance targets, and for
+		// ip targets only over UDP and TCP_UDP.
+		preserve := tg.TargetType == string(TargetTypeInstance) || tg.Protocol == "UDP" || tg.Protocol == "TCP_UDP"
+		tg.Attributes = map[string]string{"deregistration_delay.timeout_seconds": "300", "proxy_protocol_v2.enabled": "false",
+			"preserve_client_ip.enabled": strconv.FormatBool(preserve)}
 		c.aws.tgs[tg.ARN] = &tg
 		out = tg.clone()
 		emit(EventELB, tg.ARN)
@@ -398,10 +411,18 @@ func summarizeTGTargets(ts []TGTarget) string {
 }
 
 // RegisterTGTargets adds targets; a target without a port takes the
-// group's.
+// group's. An instance group takes the lab's instances; an ip group takes
+// private IPv4 addresses (RFC 1918, or RFC 6598's 100.64.0.0/10), which is
+// where AWS lets ip targets be: the VPC's own range or one routed to it.
 func (c *Cloud) RegisterTGTargets(ctx context.Context, arn string, ts []TGTarget) error {
 	return c.tgOp(ctx, ActionRegisterTargets, arn, "targets="+summarizeTGTargets(ts), func(tg *TargetGroup) (string, error) {
 		for _, t := range ts {
+			if tg.TargetType == string(TargetTypeIP) {
+				if a, err := netip.ParseAddr(t.ID); err != nil || !a.Is4() || !(a.IsPrivate() || sharedAddressSpace.Contains(a)) {
+					return "", errorf(ErrInvalidTarget, "The IP address '%s' is not a private IPv4 address (RFC 1918 or RFC 6598)", t.ID)
+				}
+				continue
+			}
 			if _, ok := c.instances[t.ID]; !ok {
 				return "", errorf(ErrInvalidTarget, "The following targets are not valid instances: '%s'", t.ID)
 			}
@@ -464,7 +485,7 @@ func (c *Cloud) DescribeTargetHealth(ctx context.Context, arn string) ([]TargetH
 			}
 			if len(tg.LoadBalancerARNs) == 0 {
 				v.State, v.Reason, v.Description = string(TargetUnused), "Target.NotInUse", "Target group is not configured to receive traffic from the load balancer"
-			} else if rec, ok := c.instances[t.ID]; !ok || rec.State != InstanceRunning {
+			} else if rec, ok := c.instances[t.ID]; tg.TargetType != string(TargetTypeIP) && (!ok || rec.State != InstanceRunning) {
 				v.State, v.Reason, v.Description = string(TargetUnused), reasonInvalidState, "Target is in the stopped or terminated state"
 			}
 			out = append(out, v)
