@@ -374,6 +374,10 @@ func (a *App) build(ctx, gctx context.Context, g *errgroup.Group, cl cluster, l 
 	scfg.OnSwitch = func(status map[string]bool) { pub.publish(stream.Controllers(status)) }
 	scfg.Logger = a.cfg.Logger
 	scfg.Upstream = upstream
+	// The AWS API starts after the simulation is built (it serves its
+	// cloud) and before any controller runs (s.Go).
+	var awsURL string
+	scfg.AWSAPI = func() string { return awsURL }
 	l.sim, err = sim.New(ctx, scfg)
 	if err != nil {
 		return err
@@ -382,9 +386,11 @@ func (a *App) build(ctx, gctx context.Context, g *errgroup.Group, cl cluster, l 
 	if static != nil {
 		cp.SetClusterDialer(s.Kubelets.DialNode)
 	}
-	if _, err := a.startAWSAPI(gctx, g, s.Cloud, up); err != nil {
+	srv, err := a.startAWSAPI(gctx, g, s.Cloud, up)
+	if err != nil {
 		return err
 	}
+	awsURL = srv.URL()
 	s.Go(gctx, g)
 	sim.Go(gctx, g, "cloud stream", func(ctx context.Context) error { return streamCloud(ctx, s.Cloud, s.Dataplane, pub) })
 

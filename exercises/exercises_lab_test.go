@@ -631,19 +631,41 @@ func TestExerciseLocalTraffic(t *testing.T) {
 	w.failsNow(t, id, "local")
 	w.run(t, id, "local", "patch svc")
 	var seen, traceID string
-	testutil.Eventually(t, 60*time.Second, "a Local request keeping the client IP", func() (bool, string) {
+	// Behind the Classic ELB the Pod sees the ELB's own address, Local or
+	// not: the ELB ends the client's connection.
+	testutil.Eventually(t, 60*time.Second, "a Local request without the extra hop", func() (bool, string) {
 		tr, err := w.dp.Do(ctx, dataplane.Request{Kind: dataplane.KindLoadBalancer, LB: lb, Origin: dataplane.OriginAPI})
 		if err != nil {
 			return false, err.Error()
 		}
+		if tr.Status == 200 && tr.SourceIPSeenByPod == tr.ClientIP {
+			t.Fatalf("behind a Classic ELB the Pod saw the client's own IP: %+v", tr)
+		}
 		seen, traceID = tr.SourceIPSeenByPod, tr.ID
-		return tr.Status == 200 && tr.Policy == dataplane.PolicyLocal && !tr.ExtraHop && tr.SourceIPSeenByPod == tr.ClientIP, fmt.Sprint(tr.Status, tr.Policy, tr.Error)
+		return tr.Status == 200 && tr.Policy == dataplane.PolicyLocal && !tr.ExtraHop, fmt.Sprint(tr.Status, tr.Policy, tr.Error)
 	})
 	w.recorded(t, traceID)
 	if res := w.answer(t, id, "local", seen); !res.Correct {
-		t.Fatalf("the client IP %s refused: %+v", seen, res)
+		t.Fatalf("the source IP %s the Pod saw was refused: %+v", seen, res)
 	}
 	w.waitStep(t, id, "local", 30*time.Second)
+
+	// The same Pod behind an NLB, Local from the start: the client's IP
+	// reaches it.
+	w.failsNow(t, id, "nlb")
+	w.run(t, id, "nlb", "--name=local-nlb")
+	nlb := w.lbOf(t, "local-nlb")
+	if l, ok := w.cloud.LookupLoadBalancer(nlb); !ok || l.Kind != cloud.LBKindNetwork {
+		t.Fatalf("local-nlb's load balancer %s is not an NLB: %+v", nlb, l)
+	}
+	testutil.Eventually(t, 90*time.Second, "a request through the NLB keeping the client IP", func() (bool, string) {
+		tr, err := w.dp.Do(ctx, dataplane.Request{Kind: dataplane.KindLoadBalancer, LB: nlb, Origin: dataplane.OriginAPI})
+		if err != nil {
+			return false, err.Error()
+		}
+		return tr.Status == 200 && tr.SourceIPSeenByPod == tr.ClientIP, fmt.Sprint(tr.Status, tr.SourceIPSeenByPod, tr.Error)
+	})
+	w.waitStep(t, id, "nlb", 30*time.Second)
 
 	w.failsNow(t, id, "health")
 	var healthy int
@@ -655,7 +677,7 @@ func TestExerciseLocalTraffic(t *testing.T) {
 				healthy++
 			}
 		}
-		return healthy == 1, fmt.Sprint(healthy)
+		return healthy == 1, fmt.Sprintf("%d healthy of %+v", healthy, l.Targets)
 	})
 	if res := w.answer(t, id, "health", fmt.Sprint(healthy)); !res.Correct {
 		t.Fatalf("%d healthy refused: %+v", healthy, res)

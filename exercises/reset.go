@@ -562,6 +562,15 @@ func (s *Service) deleteOrphanedLoadBalancers(ctx context.Context, refs []format
 			return fmt.Errorf("deleting the orphaned load balancer %s: %w", lb.Name, err)
 		}
 	}
+	// The Classic ELBs and NLBs of cloud-provider-aws and the lbc add-on.
+	for _, lb := range s.cfg.Env.Cloud.AWSLoadBalancerViews() {
+		if !tags[cloud.TaggedService(lb.Tags)] {
+			continue
+		}
+		if err := s.cfg.Env.Cloud.DeleteAWSLoadBalancer(cloud.WithCaller(ctx, ResetCaller), lb.Name); err != nil && !cloud.IsCode(err, cloud.ErrLBNotFound) {
+			return fmt.Errorf("deleting the orphaned load balancer %s: %w", lb.Name, err)
+		}
+	}
 	return nil
 }
 

@@ -212,6 +212,11 @@ func TestResetDeletesOrphanedLoadBalancersAndEvents(t *testing.T) {
 				out = append(out, lb.Name)
 			}
 		}
+		for _, lb := range w.cloud.AWSLoadBalancerViews() {
+			if cloud.TaggedService(lb.Tags) == format.Namespace+"/fin" {
+				out = append(out, lb.Name)
+			}
+		}
 		return out
 	}
 	finEvents := func() []string {
@@ -242,9 +247,17 @@ func TestResetDeletesOrphanedLoadBalancersAndEvents(t *testing.T) {
 		t.Fatalf("no orphaned load balancer to test with: %v", tagged())
 	}
 
+	orphan := tagged()[0]
 	w.reset(t, id)
 	if lbs := tagged(); len(lbs) != 0 {
 		t.Errorf("the orphaned load balancer survived the reset: %v", lbs)
+	}
+	// cloud-provider-aws made a security group for its Classic ELB: the
+	// reset deletes it too, as the provider would have.
+	for _, g := range w.cloud.SecurityGroupViews() {
+		if g.Name == cloud.ELBSecurityGroupPrefix+orphan {
+			t.Errorf("the orphaned load balancer's security group %s survived the reset", g.ID)
+		}
 	}
 	if evs := finEvents(); len(evs) != 0 {
 		t.Errorf("the previous round's events of fin survived the reset: %v", evs)

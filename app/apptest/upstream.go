@@ -56,6 +56,7 @@ func ServeUpstream(env *cptest.Env, l sim.Lab) (*Lab, *Upstream, error) {
 	cfg.Upstream = func(caller string, client kubernetes.Interface, f informers.SharedInformerFactory, stop <-chan struct{}) (cloudprovider.Interface, error) {
 		return upstreamaws.New(up, caller, client, f, stop)
 	}
+	cfg.AWSAPI = func() string { return up.Endpoint }
 	lab, err := start(env, cfg, func(s *sim.Sim) error {
 		var err error
 		if srv, err = awsapi.Listen(awsapi.ServerConfig{Handler: awsapi.Config{Cloud: s.Cloud}}); err != nil {

@@ -54,6 +54,10 @@ type Config struct {
 	Tuning      controllers.Tuning
 	// Upstream replaces the lab's cloud provider, as in controllers.Config.
 	Upstream func(caller string, client kubernetes.Interface, factory informers.SharedInformerFactory, stop <-chan struct{}) (cloudprovider.Interface, error)
+	// AWSAPI returns the lab's AWS API endpoint, as in controllers.Config
+	// (the lbc add-on talks ELBv2 to it); nil: lbc serves the API to itself
+	// in process.
+	AWSAPI func() string
 
 	// OnChange receives every flow change (optional). It is called under
 	// the observer's lock and must not block.
@@ -209,7 +213,7 @@ func New(ctx context.Context, cfg Config) (_ *Sim, err error) {
 	mc := controllers.Config{
 		RestConfig: cfg.RestConfig, Cloud: c, Profile: cfg.Profile, ClusterCIDR: cfg.ClusterCIDR,
 		Enabled: cfg.Controllers, Addons: cfg.Addons, Tuning: cfg.Tuning, Logger: cfg.Logger,
-		Upstream: cfg.Upstream,
+		Upstream: cfg.Upstream, AWSAPI: cfg.AWSAPI,
 	}
 	if cfg.ControlPlaneNode {
 		mc.Switch = s.switchCCM // the switches patch the CCM's DaemonSet

@@ -133,7 +133,7 @@ func TestUpstreamProvider(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no load balancer: %v; tripwire %v; calls %s", err, tw.Hits(), lastCalls(lab.Cloud))
 	}
-	if !strings.HasSuffix(host, "."+lab.Cloud.Config().Region+".elb."+lab.Cloud.Config().Domain) {
+	if !strings.HasSuffix(host, "."+lab.Cloud.Config().Region+".elb.amazonaws.com") {
 		t.Fatalf("ingress hostname %q is not a Classic ELB's", host)
 	}
 	seen := map[string]bool{}

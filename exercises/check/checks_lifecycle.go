@@ -214,11 +214,13 @@ func evalThrottleRetried(_ context.Context, e *evalCtx, _ format.CheckSpec) Outc
 	caller := controllers.Caller("service")
 	calls := calls(e.hist)
 	for i, t := range calls {
-		if !cloud.IsThrottleCode(t.ErrorCode) || t.Caller != caller || len(t.Resources) == 0 {
+		if !cloud.IsThrottleCode(t.ErrorCode) || t.Caller != caller {
 			continue
 		}
+		// The same call: same action, same resources and, for a describe
+		// by filters (cloud-provider-aws's DescribeSubnets), same request.
 		for _, r := range calls[i+1:] {
-			if r.Caller == caller && r.Action == t.Action && slices.Equal(r.Resources, t.Resources) && r.Time.Sub(t.Time) >= retryGap {
+			if r.Caller == caller && r.Action == t.Action && slices.Equal(r.Resources, t.Resources) && r.Request == t.Request && r.Time.Sub(t.Time) >= retryGap {
 				return passf("#%d の %s は %s で失敗し、%s 後の #%d で再試行されました", "call #%d (%s) was throttled (%s) and retried %s later as #%d",
 					t.Seq, t.Action, t.ErrorCode, r.Time.Sub(t.Time).Round(100*time.Millisecond), r.Seq)
 			}

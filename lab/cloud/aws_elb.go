@@ -159,9 +159,7 @@ func (c *Cloud) CreateELB(ctx context.Context, in CreateELBInput) (string, error
 		if scheme == SchemeInternal {
 			prefix = "internal-"
 		}
-		// AWS's form (<name>-<digits>.<region>.elb.amazonaws.com) under the
-		// lab's own domain: a name no resolver outside the lab answers.
-		lb.DNSName = fmt.Sprintf("%s%s-%010d.%s.elb.%s", prefix, strings.ToLower(in.Name), randDigits(), c.cfg.Region, c.cfg.Domain)
+		lb.DNSName = fmt.Sprintf("%s%s-%010d.%s.elb.amazonaws.com", prefix, strings.ToLower(in.Name), randDigits(), c.cfg.Region)
 		c.aws.elbs[in.Name] = lb
 		dns = lb.DNSName
 		emit(EventELB, in.Name)

@@ -163,8 +163,7 @@ func (c *Cloud) CreateNLB(ctx context.Context, in CreateNLBInput) (NLB, error) {
 			},
 			Tags: cloneTags(in.Tags), CreatedAt: c.now(),
 		}
-		// AWS's form under the lab's own domain, as for Classic ELBs.
-		lb.DNSName = fmt.Sprintf("%s-%016x.elb.%s.%s", strings.ToLower(in.Name), randDigits()*0x10001, c.cfg.Region, c.cfg.Domain)
+		lb.DNSName = fmt.Sprintf("%s-%016x.elb.%s.amazonaws.com", strings.ToLower(in.Name), randDigits()*0x10001, c.cfg.Region)
 		c.aws.nlbs[lb.ARN] = lb
 		out = lb.clone()
 		emit(EventELB, lb.ARN)

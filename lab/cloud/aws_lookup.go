@@ -14,6 +14,19 @@ import (
 // balancer and its target groups: the Service's namespace/name.
 const ServiceTag = "kubernetes.io/service-name"
 
+// StackTag is the tag the AWS Load Balancer Controller (the lbc add-on)
+// puts on its NLBs and target groups instead: namespace/name too.
+const StackTag = "service.k8s.aws/stack"
+
+// TaggedService is the Service a load balancer's or target group's tags
+// name, by either tag; "" when neither is there.
+func TaggedService(tags map[string]string) string {
+	if s := tags[ServiceTag]; s != "" {
+		return s
+	}
+	return tags[StackTag]
+}
+
 // ELBSecurityGroupPrefix starts the name of the security group the AWS
 // provider creates for a Classic ELB: "k8s-elb-" + the ELB's name.
 const ELBSecurityGroupPrefix = "k8s-elb-"
@@ -29,20 +42,20 @@ func (c *Cloud) AWSResourceOwner(ref string) (lb, service string) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if l, ok := c.aws.elbs[ref]; ok {
-		return l.Name, l.Tags[ServiceTag]
+		return l.Name, TaggedService(l.Tags)
 	}
 	if l, ok := c.aws.nlbs[ref]; ok {
-		return l.Name, l.Tags[ServiceTag]
+		return l.Name, TaggedService(l.Tags)
 	}
 	if l, ok := c.aws.lsns[ref]; ok {
 		if n, ok := c.aws.nlbs[l.LBARN]; ok {
-			return n.Name, n.Tags[ServiceTag]
+			return n.Name, TaggedService(n.Tags)
 		}
 		return "", ""
 	}
 	for _, l := range c.aws.nlbs {
 		if l.Name == ref {
-			return l.Name, l.Tags[ServiceTag]
+			return l.Name, TaggedService(l.Tags)
 		}
 	}
 	for _, tg := range c.aws.tgs {
@@ -51,10 +64,10 @@ func (c *Cloud) AWSResourceOwner(ref string) (lb, service string) {
 		}
 		for _, arn := range tg.LoadBalancerARNs {
 			if n, ok := c.aws.nlbs[arn]; ok {
-				return n.Name, tg.Tags[ServiceTag]
+				return n.Name, TaggedService(tg.Tags)
 			}
 		}
-		return "", tg.Tags[ServiceTag]
+		return "", TaggedService(tg.Tags)
 	}
 	name := ref
 	if g, ok := c.aws.groups[ref]; ok {

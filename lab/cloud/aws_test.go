@@ -99,7 +99,7 @@ func TestAWSModelELBPersists(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(dns, "a1-") || !strings.HasSuffix(dns, "."+c.Config().Region+".elb."+c.Config().Domain) {
+	if !strings.HasPrefix(dns, "a1-") || !strings.HasSuffix(dns, "."+c.Config().Region+".elb.amazonaws.com") {
 		t.Fatalf("DNS name %q", dns)
 	}
 	if _, err := c.ELBRegisterInstances(ctx, "a1", []string{inst.ID}); err != nil {

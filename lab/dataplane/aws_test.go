@@ -41,7 +41,7 @@ func awsLB(kind string, policy v1.ServiceExternalTrafficPolicy) cloud.LoadBalanc
 	lb := instanceLB(cloud.TargetHealthy, cloud.TargetHealthy, cloud.TargetHealthy)
 	lb.Kind = kind
 	lb.Name = "a0123456789abcdef0123456789abcde"
-	lb.DNSName = lb.Name + "-1234567890.ap-northeast-1.elb.ccmlab.internal"
+	lb.DNSName = lb.Name + "-1234567890.ap-northeast-1.elb.amazonaws.com"
 	lb.Addresses = []cloud.LBAddress{{Zone: zoneA, Subnet: "subnet-a", IP: elbAddrA}, {Zone: zoneB, Subnet: "subnet-b", IP: elbAddrB}}
 	lb.HealthCheck = &cloud.HealthCheck{Protocol: "TCP", Port: 30080}
 	if policy == local {

@@ -232,7 +232,7 @@ func instanceLB(hA, hB, hC cloud.TargetHealth) cloud.LoadBalancer {
 	lb := cloud.LoadBalancer{
 		Name: "aweb", DNSName: "aweb-0123456789.elb.ap-northeast-1.ccmlab.internal", TargetType: cloud.TargetTypeInstance,
 		Listeners: []cloud.Listener{{Protocol: "TCP", Port: 80, TargetPort: 30080}},
-		Tags:      map[string]string{tagServiceName: "default/web"},
+		Tags:      map[string]string{cloud.ServiceTag: "default/web"},
 	}
 	for _, t := range []struct {
 		id string

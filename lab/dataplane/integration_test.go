@@ -258,7 +258,7 @@ func (l *testLab) createLB(name string, svc *v1.Service) cloud.LoadBalancer {
 	lb, err := l.cloud.CreateLoadBalancer(ctx, cloud.CreateLoadBalancerInput{
 		Name:      name,
 		Listeners: []cloud.Listener{{Protocol: "TCP", Port: 80, TargetPort: nodePort}},
-		Tags:      map[string]string{tagServiceName: svc.Namespace + "/" + svc.Name, "kubernetes.io/cluster/ccmlab": "owned"},
+		Tags:      map[string]string{cloud.ServiceTag: svc.Namespace + "/" + svc.Name, "kubernetes.io/cluster/ccmlab": "owned"},
 	})
 	if err != nil {
 		t.Fatal(err)

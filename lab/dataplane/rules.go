@@ -248,22 +248,12 @@ func providerInstanceID(providerID string) string {
 	return ""
 }
 
-// Tags naming the Service a load balancer was made for: the in-tree AWS
-// provider's (which the lab's CCM uses) and the AWS Load Balancer
-// Controller's. Both hold "<namespace>/<name>".
-const (
-	tagServiceName = "kubernetes.io/service-name"
-	tagLBCStack    = "service.k8s.aws/stack"
-)
-
 // serviceForLB maps a load balancer back to its Service: by tag, else (for
 // instance mode) by a listener whose target port is a Service's NodePort.
 func (e *env) serviceForLB(lb *cloud.LoadBalancer) *v1.Service {
-	for _, tag := range []string{tagServiceName, tagLBCStack} {
-		if ns, name, ok := strings.Cut(lb.Tags[tag], "/"); ok {
-			if s := e.cluster.service(ns, name); s != nil {
-				return s
-			}
+	if ns, name, ok := strings.Cut(cloud.TaggedService(lb.Tags), "/"); ok {
+		if s := e.cluster.service(ns, name); s != nil {
+			return s
 		}
 	}
 	if lb.TargetType == cloud.TargetTypeInstance {

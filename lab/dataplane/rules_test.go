@@ -267,7 +267,7 @@ func TestLoadBalancerIPMode(t *testing.T) {
 				Name: "k8s-default-web", DNSName: "k8s-default-web.elb", TargetType: cloud.TargetTypeIP,
 				Listeners: []cloud.Listener{{Protocol: "TCP", Port: 80, TargetPort: 8080}},
 				Targets:   []cloud.Target{{ID: tc.podIP, Port: 8080, Health: cloud.TargetHealthy}},
-				Tags:      map[string]string{tagLBCStack: "default/web"},
+				Tags:      map[string]string{cloud.StackTag: "default/web"},
 			}}
 			tr, err := w.dataplane(t).Do(context.Background(), Request{Kind: KindLoadBalancer, LB: "k8s-default-web.elb", Port: 80})
 			if err != nil {

@@ -514,18 +514,15 @@ func (o *Observer) onCloudEvent(e cloud.Event, gap bool) {
 // ownLocked learns which Service an LB belongs to from its tags, which is
 // how LBs created by the add-on (with their own names) are found.
 func (o *Observer) ownLocked(lb cloud.LoadBalancer) {
-	for _, tag := range []string{"kubernetes.io/service-name", "service.k8s.aws/stack"} {
-		if svc := lb.Tags[tag]; svc != "" {
-			o.lbOwner[lb.Name] = svc
-			return
-		}
+	if svc := cloud.TaggedService(lb.Tags); svc != "" {
+		o.lbOwner[lb.Name] = svc
 	}
 }
 
 // ownAWSLocked learns the owner of a Classic ELB or NLB from its tags.
 func (o *Observer) ownAWSLocked(name string) {
 	if lb, ok := o.cfg.Cloud.LookupLoadBalancer(name); ok {
-		if svc := lb.Tags[cloud.ServiceTag]; svc != "" {
+		if svc := cloud.TaggedService(lb.Tags); svc != "" {
 			o.lbOwner[name] = svc
 		}
 	}
