@@ -655,9 +655,10 @@ func TestExerciseLocalTraffic(t *testing.T) {
 	w.failsNow(t, id, "nlb")
 	w.run(t, id, "nlb", "--name=local-nlb")
 	nlb := w.lbOf(t, "local-nlb")
-	if l, ok := w.cloud.LookupLoadBalancer(nlb); !ok || l.Kind != cloud.LBKindNetwork {
-		t.Fatalf("local-nlb's load balancer %s is not an NLB: %+v", nlb, l)
-	}
+	testutil.Eventually(t, 60*time.Second, "local-nlb's NLB", func() (bool, string) {
+		l, ok := w.cloud.LookupLoadBalancer(nlb)
+		return ok && l.Kind == cloud.LBKindNetwork, fmt.Sprintf("%v %q", ok, l.Kind)
+	})
 	testutil.Eventually(t, 90*time.Second, "a request through the NLB keeping the client IP", func() (bool, string) {
 		tr, err := w.dp.Do(ctx, dataplane.Request{Kind: dataplane.KindLoadBalancer, LB: nlb, Origin: dataplane.OriginAPI})
 		if err != nil {

@@ -1,9 +1,11 @@
 package exercises
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,7 +42,23 @@ func (w *world) answeredByLB(t *testing.T, name string, timeout time.Duration) {
 	t.Helper()
 	testutil.Eventually(t, timeout, "a request through "+name+"'s load balancer answered", func() (bool, string) {
 		tr := w.sendLB(t, name)
-		return tr.Status == 200, fmt.Sprintf("%d %s", tr.Status, tr.Error)
+		if tr.Status == 200 {
+			return true, ""
+		}
+		// What the Service controller did, for a failure's output.
+		var calls []string
+		for _, c := range w.cloud.Calls(0) {
+			if c.Caller == "service-controller" {
+				calls = append(calls, fmt.Sprintf("%s %s %s %s", c.Time.Format("15:04:05.000"), c.Action, c.Method, cmp.Or(c.ErrorCode, "ok")))
+			}
+		}
+		calls = calls[max(0, len(calls)-25):]
+		evs, _ := env.Client.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+		var reasons []string
+		for _, e := range evs.Items {
+			reasons = append(reasons, fmt.Sprintf("%s %s: %s", e.LastTimestamp.Format("15:04:05"), e.Reason, e.Message))
+		}
+		return false, fmt.Sprintf("%d %s\nservice-controller's last calls:\n%s\nevents:\n%s", tr.Status, tr.Error, strings.Join(calls, "\n"), strings.Join(reasons, "\n"))
 	})
 }
 
