@@ -26,6 +26,11 @@ var Budgets = []Budget{
 	{Name: "1,000 nodes x 1,000 LB Services converge (s)", Bench: "BenchmarkScale/1000x1000", Unit: "converge-s", Max: 120},
 	{Name: "cost per Service, 1,000 / 100 (flat)", Bench: "BenchmarkScale/1000x1000", Unit: "ms/service", MaxRatio: 1.5, Baseline: "ms/service", BaselineBench: "BenchmarkScale/100x100"},
 	{Name: "cost per node, 1,000 / 100 (flat)", Bench: "BenchmarkScale/1000x1000", Unit: "ms/node", MaxRatio: 1.5, Baseline: "ms/node", BaselineBench: "BenchmarkScale/100x100"},
+	{Name: "1,000 nodes x 1,000 Classic ELBs converge, cloud-provider-aws (s)", Bench: "BenchmarkScaleAWS/1000x1000", Unit: "converge-s", Max: 180},
+	{Name: "  nodes joined+initialized per s, cloud-provider-aws", Bench: "BenchmarkScaleAWS/1000x1000", Unit: "nodes/s"},
+	{Name: "  AWS API calls per Service, cloud-provider-aws", Bench: "BenchmarkScaleAWS/1000x1000", Unit: "aws-calls/service"},
+	{Name: "  AWS API calls per node, cloud-provider-aws", Bench: "BenchmarkScaleAWS/1000x1000", Unit: "aws-calls/node"},
+	{Name: "  AWS API calls per Service at 100 (same provider)", Bench: "BenchmarkScaleAWS/100x100", Unit: "aws-calls/service"},
 	{Name: "event -> 200 websocket clients p99 (ms)", Bench: "BenchmarkFanout200", Unit: "p99-ms", Max: 100},
 }
 

@@ -1,0 +1,260 @@
+package apptest
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/ccmlab/ccmlab/app/sim"
+	"github.com/ccmlab/ccmlab/internal/gctune"
+	"github.com/ccmlab/ccmlab/lab/cloud"
+	"github.com/ccmlab/ccmlab/lab/controlplane/cptest"
+)
+
+// BenchmarkScaleAWS is BenchmarkScale on the lab `ccmlab serve` builds:
+// the CCM is k8s.io/cloud-provider-aws in its DaemonSet Pod, talking the AWS
+// query protocol to the lab's AWS API, and every load balancer is a Classic
+// ELB. Besides the convergence time it counts the AWS API calls the
+// provider makes, per action, per node (while the nodes join) and per
+// Service (while the Services converge), and the busiest second of each
+// action: the AWS API bill of a cluster, which nobody measures on AWS
+// because it costs money and throttles a real account.
+//
+//	go test -run '^$' -bench 'ScaleAWS/100x100' -benchtime 1x ./app/apptest
+func BenchmarkScaleAWS(b *testing.B) {
+	tuner, err := gctune.New(gctune.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	go tuner.Run(ctx)
+	for _, n := range []int{100, 1000} {
+		b.Run(fmt.Sprintf("%dx%d", n, n), func(b *testing.B) {
+			for range b.N {
+				scaleRunAWS(b, n)
+			}
+		})
+	}
+}
+
+func scaleRunAWS(b *testing.B, n int) {
+	cptest.Need(b)
+	ctx, cancel := context.WithCancel(env.Ctx)
+	defer cancel()
+	runEnv := *env
+	runEnv.Ctx = ctx
+	l := sim.DefaultLab()
+	l.Nodes = 0 // the benchmark launches them, at once
+	lab, up, err := ServeUpstream(&runEnv, l)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rc := rest.CopyConfig(env.Config)
+	rc.QPS = -1
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cleanup(b, client, lab, cancel)
+	bill := startAWSBill(ctx, lab.Cloud)
+
+	registeredAt, initializedAt := watchNodes(ctx, b, client, n)
+	b.ResetTimer()
+	t0 := time.Now()
+	for i := range n {
+		if _, err := lab.Cloud.RunInstance(cloud.WithCaller(ctx, "bench"), cloud.RunInstanceInput{}); err != nil {
+			b.Fatalf("instance %d: %v", i, err)
+		}
+	}
+	poll(b, 5*time.Minute, "the watch to see every Node initialized", func() (bool, string) {
+		return !initializedAt().IsZero(), "waiting"
+	})
+	nodesTook := initializedAt().Sub(t0)
+	progress("all %d Nodes registered %s after the launch, all initialized %s after it", n, registeredAt().Sub(t0).Round(time.Millisecond), nodesTook.Round(time.Millisecond))
+	nodePhase := bill.cut()
+
+	t1 := time.Now()
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range 16 {
+		wg.Go(func() {
+			for i := range next {
+				if _, err := client.CoreV1().Services("default").Create(ctx, lbService(i), metav1.CreateOptions{}); err != nil {
+					b.Error(err)
+				}
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	every := time.Duration(n) * time.Millisecond
+	pollEvery(b, 10*time.Minute, every, "services converged", func() (bool, string) { return convergedAWS(ctx, client, lab, n) })
+	svcTook := time.Since(t1)
+	svcPhase := bill.cut()
+	b.StopTimer()
+	if hits := up.Tripwire.Hits(); len(hits) > 0 {
+		b.Fatalf("requests reached the tripwire (they would have gone to AWS): %v", hits)
+	}
+
+	perNode, perSvc := float64(nodePhase.total())/float64(n), float64(svcPhase.total())/float64(n)
+	b.ReportMetric(float64(n)/nodesTook.Seconds(), "nodes/s")
+	b.ReportMetric((nodesTook + svcTook).Seconds(), "converge-s")
+	b.ReportMetric(perNode, "aws-calls/node")
+	b.ReportMetric(perSvc, "aws-calls/service")
+	b.ReportMetric(float64(nodePhase.lost+svcPhase.lost), "aws-calls-lost")
+	b.ReportMetric(0, "ns/op")
+	// The per-action table, as lines benchtable -scale repeats.
+	fmt.Printf("scale: aws api %dx%d: nodes joined in %.1f s, Services converged in %.1f s\n", n, n, nodesTook.Seconds(), svcTook.Seconds())
+	fmt.Printf("scale: aws api %-45s %10s %10s %10s %10s\n", "action", "per node", "per svc", "peak/s", "(phase)")
+	for _, k := range slices.Sorted(maps.Keys(mergeKeys(nodePhase.count, svcPhase.count))) {
+		peak, phase := nodePhase.peak[k], "nodes"
+		if svcPhase.peak[k] > peak {
+			peak, phase = svcPhase.peak[k], "services"
+		}
+		fmt.Printf("scale: aws api %-45s %10.2f %10.2f %10d %10s\n", k, float64(nodePhase.count[k])/float64(n), float64(svcPhase.count[k])/float64(n), peak, phase)
+	}
+}
+
+// convergedAWS: every Service has an ingress and a Classic ELB whose
+// instances are all n workers, healthy.
+func convergedAWS(ctx context.Context, client kubernetes.Interface, lab *Lab, n int) (bool, string) {
+	svcs, err := client.CoreV1().Services("default").List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		return false, err.Error()
+	}
+	withIP := 0
+	for _, s := range svcs.Items {
+		if len(s.Status.LoadBalancer.Ingress) > 0 && s.Status.LoadBalancer.Ingress[0].Hostname != "" {
+			withIP++
+		}
+	}
+	if withIP < n {
+		return false, fmt.Sprintf("%d of %d Services have an EXTERNAL-IP", withIP, n)
+	}
+	full := 0
+	for _, lb := range lab.Cloud.AWSLoadBalancerViews() {
+		healthy := 0
+		for _, t := range lb.Targets {
+			if t.Health == cloud.TargetHealthy {
+				healthy++
+			}
+		}
+		if healthy >= n {
+			full++
+		}
+	}
+	return full >= n, fmt.Sprintf("%d of %d ELBs have all %d instances healthy", full, n, n)
+}
+
+// awsBill tallies the cloud's AWS API calls (those with a service: EC2,
+// ELB, ELBv2) by "service:action", and each action's busiest second, by
+// reading the call log every 100 ms from where it left off. A call the
+// ring dropped before it was read is counted in lost.
+type awsBill struct {
+	mu    sync.Mutex
+	cur   billPhase
+	done  chan struct{}
+	cloud *cloud.Cloud
+}
+
+type billPhase struct {
+	count   map[string]int
+	perSec  map[string]map[int64]int
+	peak    map[string]int
+	lost    int
+	lastSeq uint64
+}
+
+func (p billPhase) total() int {
+	t := 0
+	for _, c := range p.count {
+		t += c
+	}
+	return t
+}
+
+func newPhase(seq uint64) billPhase {
+	return billPhase{count: map[string]int{}, perSec: map[string]map[int64]int{}, peak: map[string]int{}, lastSeq: seq}
+}
+
+func startAWSBill(ctx context.Context, c *cloud.Cloud) *awsBill {
+	var last uint64
+	if calls := c.Calls(0); len(calls) > 0 {
+		last = calls[len(calls)-1].Seq
+	}
+	bl := &awsBill{cur: newPhase(last), cloud: c}
+	go func() {
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				bl.read()
+			}
+		}
+	}()
+	return bl
+}
+
+func (bl *awsBill) read() {
+	bl.mu.Lock()
+	defer bl.mu.Unlock()
+	p := &bl.cur
+	for _, c := range bl.cloud.Calls(p.lastSeq) {
+		if c.Seq <= p.lastSeq {
+			continue
+		}
+		if c.State != cloud.CallDone {
+			break // read it, and what follows, once it has finished
+		}
+		if c.Seq > p.lastSeq+1 {
+			p.lost += int(c.Seq - p.lastSeq - 1)
+		}
+		p.lastSeq = c.Seq
+		if c.Service == "" {
+			continue // the lab's own Go API (the bench's RunInstance)
+		}
+		k := c.Service + ":" + c.Action
+		p.count[k]++
+		if p.perSec[k] == nil {
+			p.perSec[k] = map[int64]int{}
+		}
+		sec := c.Time.Unix()
+		p.perSec[k][sec]++
+		p.peak[k] = max(p.peak[k], p.perSec[k][sec])
+	}
+}
+
+// cut ends the current phase and starts the next where it stopped.
+func (bl *awsBill) cut() billPhase {
+	bl.read()
+	bl.mu.Lock()
+	defer bl.mu.Unlock()
+	p := bl.cur
+	bl.cur = newPhase(p.lastSeq)
+	return p
+}
+
+func mergeKeys(ms ...map[string]int) map[string]int {
+	out := map[string]int{}
+	for _, m := range ms {
+		for k, v := range m {
+			out[k] += v
+		}
+	}
+	return out
+}
