@@ -29,6 +29,9 @@ type world struct {
 	c     *Controller
 	nodes []*v1.Node
 	ctx   context.Context
+	// client and factory are the controller's (a fake clientset).
+	client  *fake.Clientset
+	factory informers.SharedInformerFactory
 }
 
 func awsFor(c *cloud.Cloud, endpoint string) AWS {
@@ -64,11 +67,12 @@ func newWorld(t *testing.T, inProcess bool, services ...*v1.Service) *world {
 			t.Fatal(err)
 		}
 	}
-	c, err := New(Config{Client: client, AWS: a, ClusterName: "ccmlab"}, informers.NewSharedInformerFactory(client, 0))
+	factory := informers.NewSharedInformerFactory(client, 0)
+	c, err := New(Config{Client: client, AWS: a, ClusterName: "ccmlab"}, factory)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &world{t: t, cloud: cl, c: c, ctx: context.Background()}
+	w := &world{t: t, cloud: cl, c: c, ctx: context.Background(), client: client, factory: factory}
 	for range 2 {
 		in, err := cl.RunInstance(cloud.WithCaller(w.ctx, "test"), cloud.RunInstanceInput{})
 		if err != nil {

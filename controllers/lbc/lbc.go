@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -17,7 +16,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -28,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
+	servicehelper "k8s.io/cloud-provider/service/helpers"
 
 	"github.com/ccmlab/ccmlab/lab/cloud"
 )
@@ -109,7 +108,7 @@ type Controller struct {
 	slices   discoverylisters.EndpointSliceLister
 	nodes    corelisters.NodeLister
 	synced   []cache.InformerSynced
-	queue    workqueue.TypedRateLimitingInterface[string]
+	queue    workqueue.TypedRateLimitingInterface[cache.ObjectName]
 	// recorder is set by Run before any worker starts.
 	recorder record.EventRecorder
 }
@@ -146,8 +145,8 @@ func New(cfg Config, factory informers.SharedInformerFactory) (*Controller, erro
 		nodes:    nodeInf.Lister(),
 		synced:   []cache.InformerSynced{svcInf.Informer().HasSynced, esInf.Informer().HasSynced, nodeInf.Informer().HasSynced},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 30*time.Second),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "lbc"},
+			workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](200*time.Millisecond, 30*time.Second),
+			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: "lbc"},
 		),
 	}
 	_, err := svcInf.Informer().AddEventHandlerWithResyncPeriod(cache.ResourceEventHandlerFuncs{
@@ -203,7 +202,7 @@ func (c *Controller) enqueueInstanceServices() {
 	}
 	for _, svc := range list {
 		if isNLB(svc) && TargetType(svc) == cloud.TargetTypeInstance {
-			c.queue.Add(svc.Namespace + "/" + svc.Name)
+			c.queue.Add(cache.MetaObjectToName(svc))
 		}
 	}
 }
@@ -235,7 +234,7 @@ func (c *Controller) enqueueService(obj, old any) {
 	}
 	oldSvc, _ := old.(*v1.Service)
 	if owned(svc) || (oldSvc != nil && owned(oldSvc)) {
-		c.queue.Add(svc.Namespace + "/" + svc.Name)
+		c.queue.Add(cache.MetaObjectToName(svc))
 	}
 }
 
@@ -252,7 +251,7 @@ func (c *Controller) enqueueSlice(obj any) {
 		return
 	}
 	if svc, err := c.services.Services(es.Namespace).Get(name); err == nil && owned(svc) {
-		c.queue.Add(es.Namespace + "/" + name)
+		c.queue.Add(cache.NewObjectName(es.Namespace, name))
 	}
 }
 
@@ -293,7 +292,7 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	defer c.queue.Done(key)
 	if err := c.sync(ctx, key); err != nil {
 		if ctx.Err() == nil {
-			c.log.Info("reconcile failed, will retry", "service", key, "err", err)
+			c.log.Info("reconcile failed, will retry", "service", key.String(), "err", err)
 			c.queue.AddRateLimited(key)
 		}
 		return true
@@ -306,8 +305,8 @@ func (c *Controller) event(svc *v1.Service, typ, reason, format string, args ...
 	c.recorder.Eventf(svc, typ, reason, format, args...)
 }
 
-func (c *Controller) sync(ctx context.Context, key string) error {
-	ns, name, _ := strings.Cut(key, "/")
+func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
+	ns, name := key.Namespace, key.Name
 	cached, err := c.services.Services(ns).Get(name)
 	if apierrors.IsNotFound(err) {
 		return nil // gone; the finalizer guarantees we cleaned up first
@@ -324,8 +323,11 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return nil
 	}
 	if !hasFinalizer {
-		svc.Finalizers = append(svc.Finalizers, Finalizer)
-		updated, err := c.cfg.Client.CoreV1().Services(ns).Update(ctx, svc, metav1.UpdateOptions{})
+		// A patch, as upstream's Service controller adds its own
+		// finalizer: no conflict with a writer of other fields.
+		withFinalizer := svc.DeepCopy()
+		withFinalizer.Finalizers = append(withFinalizer.Finalizers, Finalizer)
+		updated, err := servicehelper.PatchService(c.cfg.Client.CoreV1(), svc, withFinalizer)
 		if err != nil {
 			if !apierrors.IsConflict(err) {
 				c.event(svc, v1.EventTypeWarning, ReasonFailedAddFinalizer, "Failed add finalizer due to %v", err)
@@ -361,15 +363,16 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	// An NLB answers with its DNS name, and the Service's status says so.
 	status := []v1.LoadBalancerIngress{{Hostname: dns}}
 	if !slices.EqualFunc(svc.Status.LoadBalancer.Ingress, status, ingressEqual) {
-		svc.Status.LoadBalancer.Ingress = status
-		if _, err := c.cfg.Client.CoreV1().Services(ns).UpdateStatus(ctx, svc, metav1.UpdateOptions{}); err != nil {
+		withStatus := svc.DeepCopy()
+		withStatus.Status.LoadBalancer.Ingress = status
+		if _, err := servicehelper.PatchService(c.cfg.Client.CoreV1(), svc, withStatus); err != nil {
 			return fmt.Errorf("writing status: %w", err)
 		}
 		changed = true
 	}
 	if changed {
 		c.event(svc, v1.EventTypeNormal, ReasonReconciled, "Successfully reconciled")
-		c.log.Info("reconciled", "service", key, "loadBalancer", model.Name, "targets", len(model.Targets))
+		c.log.Info("reconciled", "service", key.String(), "loadBalancer", model.Name, "targets", len(model.Targets))
 	}
 	return nil
 }
@@ -384,8 +387,9 @@ func (c *Controller) cleanup(ctx context.Context, svc *v1.Service) error {
 		}
 		return err
 	}
-	svc.Finalizers = slices.DeleteFunc(svc.Finalizers, func(f string) bool { return f == Finalizer })
-	if _, err := c.cfg.Client.CoreV1().Services(svc.Namespace).Update(ctx, svc, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	without := svc.DeepCopy()
+	without.Finalizers = slices.DeleteFunc(without.Finalizers, func(f string) bool { return f == Finalizer })
+	if _, err := servicehelper.PatchService(c.cfg.Client.CoreV1(), svc, without); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("removing finalizer: %w", err)
 	}
 	c.log.Info("deleted", "service", svc.Namespace+"/"+svc.Name, "loadBalancer", name)
