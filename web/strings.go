@@ -403,7 +403,9 @@ var pageTexts = i18n.Catalog{
 	"ex.meta.pace":         {JA: "授業のペース: クラウド呼び出しごとに {d} の遅延 (いまは {now}。障害パネルで変えられます)", EN: "classroom pace: {d} per cloud call (now {now}; change it in the fault panel)"},
 	"mx.title":             {JA: "診断チャレンジ", EN: "Diagnosis challenge"},
 	"mx.service":           {JA: "調べる Service: {svc}", EN: "Service to diagnose: {svc}"},
-	"mx.pick":              {JA: "原因を 1 つ選んでください。数えるのは最初の答えだけです。", EN: "Pick one cause. Only the first answer counts."},
+	"mx.pick":              {JA: "原因を 1 つ選んでください。正しい原因を答えるまで終わりません。外れた答えは回数に数えられます。", EN: "Pick one cause. Only the right cause ends the diagnosis; every wrong answer is counted."},
+	"mx.nudge":             {JA: "手がかり: {text}", EN: "A nudge: {text}"},
+	"mx.misses":            {JA: "外れた答え: {n} 回", EN: "Wrong answers: {n}"},
 	"mx.name":              {JA: "この原因で答える", EN: "Name this cause"},
 	"mx.named.right":       {JA: "✓ 正解です。", EN: "✓ Right."},
 	"mx.named.wrong":       {JA: "✗ 外れです。", EN: "✗ Not this one."},
@@ -415,6 +417,7 @@ var pageTexts = i18n.Catalog{
 	"ex.answer.right":      {JA: "✓ 正解: {v}", EN: "✓ Right: {v}"},
 	"ex.answer.wrong":      {JA: "✗ {v} はラボの値と違います", EN: "✗ {v} is not what the lab says"},
 	"ex.solution":          {JA: "解答 (コマンド)", EN: "Solution"},
+	"ex.solution.show":     {JA: "解答を見る (ヒントをすべて読んでから)", EN: "Show the solution (after every hint)"},
 	"ex.auto":              {JA: "ステップ「{step}」に合格しました", EN: "Step \"{step}\" passed"},
 	"ex.quiz.chosen":       {JA: "あなたの答え", EN: "your answer"},
 

@@ -75,6 +75,18 @@ func TestMysteryThroughThePage(t *testing.T) {
 		t.Fatalf("name-cause is %s right after the reset", st)
 	}
 
+	// A wrong cause: counted, nudged, the cause still hidden, the step open.
+	b.click(t, "mx-cause-iam-deny")
+	b.waitFor(t, "name enabled", `!`+q("mx-name")+`.disabled`, 5*time.Second)
+	b.click(t, "mx-name")
+	b.waitFor(t, "the wrong verdict", q("mx-result")+` !== null && `+q("mx-result")+`.dataset.correct === "false" && `+q("mx-nudge")+` !== null && `+q("mx-misses")+` !== null`, 15*time.Second)
+	if eval[bool](t, b, q("mx-cause")+` !== null`) {
+		t.Fatal("the cause shows after a wrong answer")
+	}
+	if st := stepStatus(t, b, "name-cause"); st == "passed" {
+		t.Fatal("a wrong cause passed name-cause")
+	}
+
 	b.click(t, "mx-cause-no-service-controller")
 	b.waitFor(t, "name enabled", `!`+q("mx-name")+`.disabled`, 5*time.Second)
 	b.click(t, "mx-name")
