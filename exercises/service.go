@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -279,22 +280,27 @@ func (s *Service) get(id string) (*format.Exercise, error) {
 	return ex, nil
 }
 
-// availability says why this lab cannot run ex ("" when it can).
-func (s *Service) availability(ex *format.Exercise) string {
+// availability says why this lab cannot run ex ("" when it can), in
+// English for errors and logs; unavailable says it in both languages for
+// the page.
+func (s *Service) availability(ex *format.Exercise) string { return s.unavailable(ex).EN }
+
+func (s *Service) unavailable(ex *format.Exercise) i18n.Text {
 	p := s.cfg.Env.Profile.Name
 	if len(ex.Setup.Profiles) > 0 && !slices.Contains(ex.Setup.Profiles, p) {
-		return fmt.Sprintf("needs the %v profile (this lab runs %s)", ex.Setup.Profiles, p)
+		list := strings.Join(ex.Setup.Profiles, ", ")
+		return i18n.Textf("%[1]s プロファイルが必要です (このラボは %[2]s で動いています)", "needs the %[1]s profile (this lab runs %[2]s)", list, p)
 	}
 	status := s.cfg.Env.Controllers.Status()
 	for _, c := range ex.Setup.Requires {
 		if _, ok := status[c]; !ok {
 			if c == "lbc" {
-				return "needs the lbc add-on (start the lab with --addons lbc)"
+				return i18n.Text{JA: "lbc アドオンが必要です (ラボを --addons lbc で起動してください)", EN: "needs the lbc add-on (start the lab with --addons lbc)"}
 			}
-			return fmt.Sprintf("needs a %s controller, which the %s profile does not have", c, p)
+			return i18n.Textf("%[1]s controller が必要ですが、%[2]s プロファイルにはありません", "needs a %[1]s controller, which the %[2]s profile does not have", c, p)
 		}
 	}
-	return ""
+	return i18n.Text{}
 }
 
 func (s *Service) startOf(ctx context.Context, id string) (time.Time, error) {
@@ -327,8 +333,8 @@ func (s *Service) counts(ctx context.Context, id string) (counts, error) {
 func (s *Service) summary(ex *format.Exercise, lang string, steps map[string]progress.StepProgress, answers map[string]progress.Answer, n counts) Summary {
 	sum := Summary{ID: ex.ID, Order: ex.Order, Title: ex.Title.In(i18n.Lang(lang)), Goal: ex.Goal.In(i18n.Lang(lang)), Minutes: ex.Minutes,
 		Steps: len(ex.Steps), Questions: len(ex.Quiz), WrongAnswers: n.wrong, HintsOpened: n.hints}
-	if why := s.availability(ex); why != "" {
-		sum.Unavailable = why
+	if why := s.unavailable(ex); why.EN != "" {
+		sum.Unavailable = why.In(i18n.Lang(lang))
 	} else {
 		sum.Available = true
 	}

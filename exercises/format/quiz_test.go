@@ -69,3 +69,21 @@ func TestQuizChoicesGiveNothingAway(t *testing.T) {
 		t.Logf("%s: %d questions, the right choice longest in %d, shortest in %d", lang, n, longest, shortest)
 	}
 }
+
+// TestJapaneseTextsHaveNoEnglish: every Japanese text of every file (also
+// the hints, solutions and reasons the API sends only later) is Japanese:
+// no run of three plain English words outside commands and names
+// (i18n.EnglishSentence).
+func TestJapaneseTextsHaveNoEnglish(t *testing.T) {
+	all, err := LoadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ex := range all {
+		for where, text := range ex.texts() {
+			if p := i18n.EnglishSentence(text.JA); p != "" {
+				t.Errorf("%s %s: %q in %q", ex.ID, where, p, text.JA)
+			}
+		}
+	}
+}
