@@ -146,6 +146,10 @@ type Summary struct {
 	// Unavailable then says what.
 	Available        bool   `json:"available"`
 	Unavailable      string `json:"unavailable,omitempty"`
+	// Started: the exercise was reset (its StartedAt is its own). The
+	// page reads it for the diagnosis challenge, which runs from its reset
+	// until the cause is named.
+	Started bool `json:"started"`
 	Steps            int    `json:"steps"`
 	StepsPassed      int    `json:"stepsPassed"`
 	Questions        int    `json:"questions"`
@@ -311,8 +315,12 @@ func (s *Service) startOf(ctx context.Context, id string) (time.Time, error) {
 	return t, nil
 }
 
-// counts are an exercise's wrong answers and opened hints.
-type counts struct{ wrong, hints int }
+// counts are an exercise's wrong answers and opened hints, and whether it
+// was reset.
+type counts struct {
+	wrong, hints int
+	started      bool
+}
 
 func (s *Service) counts(ctx context.Context, id string) (counts, error) {
 	wrong, err := s.cfg.Store.WrongAnswers(ctx, id)
@@ -323,7 +331,11 @@ func (s *Service) counts(ctx context.Context, id string) (counts, error) {
 	if err != nil {
 		return counts{}, err
 	}
-	c := counts{wrong: wrong}
+	_, started, err := s.cfg.Store.Started(ctx, id)
+	if err != nil {
+		return counts{}, err
+	}
+	c := counts{wrong: wrong, started: started}
 	for _, n := range hints {
 		c.hints += n
 	}
@@ -332,7 +344,7 @@ func (s *Service) counts(ctx context.Context, id string) (counts, error) {
 
 func (s *Service) summary(ex *format.Exercise, lang string, steps map[string]progress.StepProgress, answers map[string]progress.Answer, n counts) Summary {
 	sum := Summary{ID: ex.ID, Order: ex.Order, Title: ex.Title.In(i18n.Lang(lang)), Goal: ex.Goal.In(i18n.Lang(lang)), Minutes: ex.Minutes,
-		Steps: len(ex.Steps), Questions: len(ex.Quiz), WrongAnswers: n.wrong, HintsOpened: n.hints}
+		Steps: len(ex.Steps), Questions: len(ex.Quiz), WrongAnswers: n.wrong, HintsOpened: n.hints, Started: n.started}
 	if why := s.unavailable(ex); why.EN != "" {
 		sum.Unavailable = why.In(i18n.Lang(lang))
 	} else {

@@ -8,7 +8,7 @@
 // itself as it changes, so a step turns green without a click).
 
 import { h, t, setText, setAttr, show } from "./util.js";
-import { initMystery } from "./mystery.js";
+import { initMystery, MYSTERY_ID } from "./mystery.js";
 
 const LANG = document.documentElement.lang === "ja" ? "ja" : "en";
 const PICK_KEY = "ccmlab.exercise";
@@ -25,7 +25,7 @@ const STATUS_TEXT = {
 // initExercises wires the panel. api(method, path, body) is app.js's
 // same-origin fetch (it throws with the lab's error message); fillConsole
 // puts a command into the console's input.
-export function initExercises({ api, fillConsole }) {
+export function initExercises({ api, fillConsole, onChallenge }) {
   const el = {
     panel: document.getElementById("exercises"),
     list: document.getElementById("ex-list"),
@@ -70,6 +70,10 @@ export function initExercises({ api, fillConsole }) {
 
   async function loadList() {
     ex.list = await api("GET", q("/api/exercises"));
+    // The diagnosis challenge runs from its reset until the cause is named
+    // (its first step): the rest of the page must not name the cause.
+    const m = ex.list.find((e) => e.id === MYSTERY_ID);
+    if (onChallenge) onChallenge(!!(m && m.available && m.started && m.stepsPassed === 0));
   }
 
   async function loadDetail(id) {
