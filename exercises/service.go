@@ -144,17 +144,17 @@ type Summary struct {
 	Minutes int    `json:"minutes"`
 	// Available is false when this lab lacks what the exercise needs;
 	// Unavailable then says what.
-	Available        bool   `json:"available"`
-	Unavailable      string `json:"unavailable,omitempty"`
+	Available   bool   `json:"available"`
+	Unavailable string `json:"unavailable,omitempty"`
 	// Started: the exercise was reset (its StartedAt is its own). The
 	// page reads it for the diagnosis challenge, which runs from its reset
 	// until the cause is named.
-	Started bool `json:"started"`
-	Steps            int    `json:"steps"`
-	StepsPassed      int    `json:"stepsPassed"`
-	Questions        int    `json:"questions"`
-	QuestionsCorrect int    `json:"questionsCorrect"`
-	Done             bool   `json:"done"`
+	Started          bool `json:"started"`
+	Steps            int  `json:"steps"`
+	StepsPassed      int  `json:"stepsPassed"`
+	Questions        int  `json:"questions"`
+	QuestionsCorrect int  `json:"questionsCorrect"`
+	Done             bool `json:"done"`
 	// WrongAnswers counts wrong quiz choices, typed values and named
 	// causes; HintsOpened the hints (and solutions) opened. Both are for
 	// the instructor's dashboard.
