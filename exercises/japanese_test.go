@@ -110,8 +110,38 @@ func TestJapaneseAPIHasNoEnglish(t *testing.T) {
 			}
 			bad = append(bad, englishInJSON(t, d, profile+" "+id)...)
 		}
+		if profile == "aws" {
+			bad = append(bad, mysteryEnglish(t, s)...)
+		}
 		for _, b := range bad {
 			t.Error(b)
 		}
 	}
+}
+
+// mysteryEnglish names every wrong cause in Japanese (each view carries
+// that cause's nudge), then the right one (its reasoning), with the cause
+// hidden as a reset would hide it, and reports English in the views.
+func mysteryEnglish(t *testing.T, s *Service) []string {
+	t.Helper()
+	ctx := context.Background()
+	if err := s.cfg.Store.Restart(ctx, MysteryID, s.cfg.Now()); err != nil {
+		t.Fatal(err)
+	}
+	ids := CauseIDs()
+	if _, err := s.cfg.Store.RecordAnswer(ctx, hiddenKey, rowHiddenCause, 0, false, s.cfg.Now()); err != nil {
+		t.Fatal(err)
+	}
+	var bad []string
+	for _, id := range append(ids[1:], ids[0]) {
+		v, err := s.NameCause(ctx, MysteryID, id, "ja")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (id == ids[0]) != v.Named || (v.Nudge == "") != v.Named {
+			t.Errorf("naming %s: %+v", id, v)
+		}
+		bad = append(bad, englishInJSON(t, v, "mystery "+id)...)
+	}
+	return bad
 }
