@@ -325,6 +325,32 @@ func TestLocalClass(t *testing.T) {
 		}
 	})
 
+	t.Run("wrong answers reach the dashboard", func(t *testing.T) {
+		var d struct {
+			Quiz []struct {
+				ID      string            `json:"id"`
+				Choices []json.RawMessage `json:"choices"`
+			} `json:"quiz"`
+		}
+		p.json("GET", "/s/alice/api/exercises/node-init", alice, nil, &d)
+		if len(d.Quiz) == 0 {
+			t.Fatal("node-init has no quiz")
+		}
+		// Every choice of one question: exactly one is right.
+		q := d.Quiz[0]
+		for i := range q.Choices {
+			p.json("POST", "/s/alice/api/exercises/node-init/quiz/"+q.ID, alice, map[string]any{"choice": i}, nil)
+		}
+		eventually(t, 30*time.Second, "the class shows alice's wrong answers", func() (bool, string) {
+			cell := row(p.class(), "alice").Exercises["node-init"]
+			return cell.WrongAnswers == len(q.Choices)-1, fmt.Sprintf("%+v", cell)
+		})
+		code, b := p.do("GET", "/api/class.csv", teacher, nil)
+		if code != 200 || !strings.Contains(string(b), "wrong_answers") {
+			t.Fatalf("%d:\n%s", code, b)
+		}
+	})
+
 	t.Run("the CSV export has every student", func(t *testing.T) {
 		code, b := p.do("GET", "/api/class.csv", teacher, nil)
 		if code != 200 || !strings.Contains(string(b), "alice,node-init,") || !strings.Contains(string(b), "carol,node-init,") {

@@ -86,11 +86,15 @@ type LabStuck struct {
 }
 
 // ExerciseCell is a student's progress in one exercise: steps pass in
-// order, so the first StepsPassed cells are passed.
+// order, so the first StepsPassed cells are passed. WrongAnswers (quiz
+// choices, typed values, diagnoses) and HintsOpened (hints and solutions)
+// say how the steps were passed, as the lab counted them.
 type ExerciseCell struct {
-	Steps       int  `json:"steps"`
-	StepsPassed int  `json:"stepsPassed"`
-	Done        bool `json:"done"`
+	Steps        int  `json:"steps"`
+	StepsPassed  int  `json:"stepsPassed"`
+	Done         bool `json:"done"`
+	WrongAnswers int  `json:"wrongAnswers"`
+	HintsOpened  int  `json:"hintsOpened"`
 }
 
 // Current says where a student is.
@@ -347,6 +351,9 @@ type summary struct {
 	Steps       int    `json:"steps"`
 	StepsPassed int    `json:"stepsPassed"`
 	Done        bool   `json:"done"`
+	// Counted by the lab; a lab of an older version says 0.
+	WrongAnswers int `json:"wrongAnswers"`
+	HintsOpened  int `json:"hintsOpened"`
 }
 
 type detail struct {
@@ -412,7 +419,7 @@ func (c *class) refresh(ctx context.Context, name, addr, exercise string) {
 	c.mu.Lock()
 	p.exercises = map[string]ExerciseCell{}
 	for _, s := range list {
-		p.exercises[s.ID] = ExerciseCell{Steps: s.Steps, StepsPassed: s.StepsPassed, Done: s.Done}
+		p.exercises[s.ID] = ExerciseCell{Steps: s.Steps, StepsPassed: s.StepsPassed, Done: s.Done, WrongAnswers: s.WrongAnswers, HintsOpened: s.HintsOpened}
 	}
 	p.current = cur
 	p.updated = c.cfg.Clock.Now().UTC()
@@ -523,7 +530,7 @@ func (c *Classroom) classCSV(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
 	w.Header().Set("Content-Disposition", `attachment; filename="class-progress.csv"`)
 	cw := csv.NewWriter(w)
-	_ = cw.Write([]string{"student", "exercise", "steps", "steps_passed", "done", "current_step", "stuck_seconds", "lab_stuck_reason", "lab_stuck_seconds"})
+	_ = cw.Write([]string{"student", "exercise", "steps", "steps_passed", "done", "current_step", "stuck_seconds", "lab_stuck_reason", "lab_stuck_seconds", "wrong_answers", "hints_opened"})
 	for _, s := range cl.Students {
 		labReason, labStuck := "", ""
 		if len(s.Stuck) > 0 {
@@ -535,7 +542,8 @@ func (c *Classroom) classCSV(w http.ResponseWriter, r *http.Request) {
 			if s.Current != nil && s.Current.Exercise == ex.ID {
 				step, stuck = s.Current.Step, strconv.FormatInt(s.Current.StuckSeconds, 10)
 			}
-			_ = cw.Write([]string{s.Name, ex.ID, strconv.Itoa(ex.Steps), strconv.Itoa(cell.StepsPassed), strconv.FormatBool(cell.Done), step, stuck, labReason, labStuck})
+			_ = cw.Write([]string{s.Name, ex.ID, strconv.Itoa(ex.Steps), strconv.Itoa(cell.StepsPassed), strconv.FormatBool(cell.Done), step, stuck, labReason, labStuck,
+				strconv.Itoa(cell.WrongAnswers), strconv.Itoa(cell.HintsOpened)})
 		}
 	}
 	cw.Flush()

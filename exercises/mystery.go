@@ -117,19 +117,49 @@ type CauseView struct {
 }
 
 // MysteryView is what GET /api/exercises/mystery-pending adds: the Service
-// to diagnose, the causes to choose from and, only once the student has
-// named one, their answer and the real cause.
+// to diagnose, the causes to choose from, the last answer and, only once
+// the student has named the right cause, the cause and why it looked the
+// way it did.
 type MysteryView struct {
 	Service string      `json:"service"`
 	Causes  []CauseView `json:"causes"`
-	// Named: the student has named a cause (only the first answer counts).
-	Named   bool   `json:"named"`
+	// Named: the student has named the right cause; a wrong answer does
+	// not end the diagnosis.
+	Named bool `json:"named"`
+	// Answer and Correct are the last answer and whether it was right.
 	Answer  string `json:"answer,omitempty"`
 	Correct *bool  `json:"correct,omitempty"`
-	// Cause and Why: the hidden cause, revealed after the answer.
+	// Misses counts the wrong answers; each one costs an attempt.
+	Misses int `json:"misses,omitempty"`
+	// Nudge, after a wrong answer, says where the evidence for or against
+	// that answer is, never what the hidden cause is.
+	Nudge string `json:"nudge,omitempty"`
+	// Cause and Why: the hidden cause, revealed once it was named.
 	Cause string `json:"cause,omitempty"`
 	Why   string `json:"why,omitempty"`
 }
+
+// nudges say, for a cause named wrongly, what the lab would show if it
+// were the cause and where to look: the student checks the evidence
+// instead of trying the next cause in the list. A cause without its own
+// nudge gets nudgeOther.
+var nudges = map[string]i18n.Text{
+	CauseNoServiceController: {JA: "Service controller が止まっていれば、controller のパネルでオフと表示され、Service にはイベントが 1 つもありません。両方を見比べてください。",
+		EN: "If the Service controller were off, the controller panel would show it off and the Service would have no event at all. Compare both."},
+	CauseClassUnhandled: {JA: "担当のいないクラスなら、kubectl get svc shop -o yaml の spec に loadBalancerClass があり、イベントはありません。spec を読んでください。",
+		EN: "With a class nobody handles, kubectl get svc shop -o yaml shows a loadBalancerClass in the spec, and there are no events. Read the spec."},
+	CauseIAMDeny: {JA: "IAM の拒否なら、SyncLoadBalancerFailed のイベントとコールログの結果にエラーコードが出ます。どのコードが出ているか (出ていないか) を読んでください。",
+		EN: "An IAM deny shows an error code in the SyncLoadBalancerFailed events and in the call log's results. Read which code is there, if any."},
+	CauseThrottling: {JA: "スロットリングなら、コールログに失敗した呼び出しが並び、障害のパネルに制限が出ます。コールログのエラーコードと障害のパネルを見てください。",
+		EN: "Throttling fills the call log with failed calls and shows a limit in the fault panel. Read the call log's error codes and the fault panel."},
+	CauseNodesExcluded: {JA: "ノードが除外されていれば、kubectl get nodes --show-labels で全ノードにそのラベルが見え、UnAvailableLoadBalancer のイベントが出ます。ラベルとイベントを確かめてください。",
+		EN: "If the nodes were excluded, kubectl get nodes --show-labels would show the label on every node, with an UnAvailableLoadBalancer event. Check the labels and the events."},
+	CauseNoInitializedNode: {JA: "初期化されていないノードなら、Node に uninitialized の taint が残り、providerID がありません。kubectl describe node で taint と providerID を見てください。",
+		EN: "Uninitialized nodes keep the uninitialized taint and have no providerID. Look at the taints and the providerID with kubectl describe node."},
+}
+
+var nudgeOther = i18n.Text{JA: "その原因なら何が見えるはずかを考え、イベント、コールログ、パネル、Node と Pod で確かめてください。",
+	EN: "Think about what that cause would show, then check it in the events, the call log, the panels, the Nodes and the Pods."}
 
 // Mystery returns the challenge's view in lang.
 func (s *Service) Mystery(ctx context.Context, lang string) (MysteryView, error) {
@@ -149,16 +179,25 @@ func (s *Service) Mystery(ctx context.Context, lang string) (MysteryView, error)
 	if !ok || named.Attempts == 0 {
 		return v, nil
 	}
-	hiddenRows, err := s.cfg.Store.Answers(ctx, hiddenKey)
-	if err != nil {
-		return MysteryView{}, err
-	}
 	all := causes()
-	v.Named = true
 	if named.Choice >= 0 && named.Choice < len(all) {
 		v.Answer = all[named.Choice].id
 	}
 	v.Correct = ptr.To(named.Correct)
+	v.Misses = named.Wrong
+	if !named.EverCorrect {
+		n, ok := nudges[v.Answer]
+		if !ok {
+			n = nudgeOther
+		}
+		v.Nudge = n.In(i18n.Lang(lang))
+		return v, nil
+	}
+	v.Named = true
+	hiddenRows, err := s.cfg.Store.Answers(ctx, hiddenKey)
+	if err != nil {
+		return MysteryView{}, err
+	}
 	if hidden, ok := hiddenRows[rowHiddenCause]; ok && hidden.Choice >= 0 && hidden.Choice < len(all) {
 		v.Cause = all[hidden.Choice].id
 		v.Why = all[hidden.Choice].why.In(i18n.Lang(lang))
@@ -166,8 +205,10 @@ func (s *Service) Mystery(ctx context.Context, lang string) (MysteryView, error)
 	return v, nil
 }
 
-// NameCause records the student's diagnosis. Only the first answer counts:
-// later ones are refused (the cause is shown after the first).
+// NameCause records the student's diagnosis. Only the right cause ends it:
+// a wrong one is counted (Misses, and the exercise's wrong answers) and
+// answered with a nudge toward the evidence. Once the right cause is
+// named, further answers are refused.
 func (s *Service) NameCause(ctx context.Context, id, causeID, lang string) (MysteryView, error) {
 	if _, err := s.get(id); err != nil {
 		return MysteryView{}, err
@@ -199,8 +240,8 @@ func (s *Service) NameCause(ctx context.Context, id, causeID, lang string) (Myst
 	if !ok {
 		return MysteryView{}, fmt.Errorf("%w: reset %s first: no cause is hidden yet", ErrUnavailable, MysteryID)
 	}
-	if named, ok := answers[rowNamedCause]; ok && named.Attempts > 0 {
-		return MysteryView{}, fmt.Errorf("%w: a cause was already named (%s); only the first answer counts, reset for a new challenge", ErrBadInput, causes()[named.Choice].id)
+	if named, ok := answers[rowNamedCause]; ok && named.EverCorrect {
+		return MysteryView{}, fmt.Errorf("%w: the cause was already named (%s); reset for a new challenge", ErrBadInput, causes()[named.Choice].id)
 	}
 	if _, err := s.cfg.Store.RecordAnswer(ctx, MysteryID, rowNamedCause, i, i == hidden.Choice, s.cfg.Now()); err != nil {
 		return MysteryView{}, err
@@ -427,13 +468,14 @@ func (s *Service) freshUninitializedNodes(ctx context.Context, n int) error {
 	})
 }
 
-// CauseNamed reports whether the student has named mystery-pending's cause
-// and whether that first answer was right (check.CauseNamer).
+// CauseNamed reports whether the student has named mystery-pending's right
+// cause (a wrong answer does not count) and whether at the first try
+// (check.CauseNamer).
 func (s *Service) CauseNamed(ctx context.Context) (named, correct bool, err error) {
 	answers, err := s.cfg.Store.Answers(ctx, MysteryID)
 	if err != nil {
 		return false, false, err
 	}
 	a, ok := answers[rowNamedCause]
-	return ok && a.Attempts > 0, ok && a.Correct, nil
+	return ok && a.EverCorrect, ok && a.FirstCorrect, nil
 }

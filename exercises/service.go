@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -79,6 +82,10 @@ type Service struct {
 	// automatically, so that an action meant for one exercise does not
 	// pass another's step behind the student's back.
 	active string
+	// seedMu guards the lab's seed, read from the store once.
+	seedMu  sync.Mutex
+	seedVal uint64
+	seedOK  bool
 }
 
 // run is one exercise's place in the history.
@@ -137,13 +144,22 @@ type Summary struct {
 	Minutes int    `json:"minutes"`
 	// Available is false when this lab lacks what the exercise needs;
 	// Unavailable then says what.
-	Available        bool   `json:"available"`
-	Unavailable      string `json:"unavailable,omitempty"`
-	Steps            int    `json:"steps"`
-	StepsPassed      int    `json:"stepsPassed"`
-	Questions        int    `json:"questions"`
-	QuestionsCorrect int    `json:"questionsCorrect"`
-	Done             bool   `json:"done"`
+	Available   bool   `json:"available"`
+	Unavailable string `json:"unavailable,omitempty"`
+	// Started: the exercise was reset (its StartedAt is its own). The
+	// page reads it for the diagnosis challenge, which runs from its reset
+	// until the cause is named.
+	Started          bool `json:"started"`
+	Steps            int  `json:"steps"`
+	StepsPassed      int  `json:"stepsPassed"`
+	Questions        int  `json:"questions"`
+	QuestionsCorrect int  `json:"questionsCorrect"`
+	Done             bool `json:"done"`
+	// WrongAnswers counts wrong quiz choices, typed values and named
+	// causes; HintsOpened the hints (and solutions) opened. Both are for
+	// the instructor's dashboard.
+	WrongAnswers int `json:"wrongAnswers"`
+	HintsOpened  int `json:"hintsOpened"`
 }
 
 // Detail is one exercise in one language with the student's progress.
@@ -186,7 +202,10 @@ type StepView struct {
 	Title    string        `json:"title"`
 	Body     string        `json:"body"`
 	Commands []CommandView `json:"commands"`
-	Hints    []string      `json:"hints"`
+	// Hints are the hints opened so far (POST …/steps/<step>/hint opens
+	// the next); HintCount is how many the step has.
+	Hints     []string `json:"hints"`
+	HintCount int      `json:"hintCount"`
 	// Checks names what "check now" looks at, e.g. "serviceExternalIP".
 	Checks   []string  `json:"checks"`
 	Passed   bool      `json:"passed"`
@@ -196,9 +215,11 @@ type StepView struct {
 	Locked bool `json:"locked"`
 	// Explanation is shown once the step passed.
 	Explanation string `json:"explanation,omitempty"`
-	// Solution is what passes the step, commands and page actions; the
-	// page shows it once a hint was opened.
-	Solution []SolutionView `json:"solution"`
+	// Solution is what passes the step, commands and page actions. It is
+	// sent only once every hint was opened and the solution asked for (one
+	// more …/hint): before that, SolutionHidden says there is one.
+	Solution       []SolutionView `json:"solution"`
+	SolutionHidden bool           `json:"solutionHidden,omitempty"`
 	// Answer is set when the step asks the student to type a value.
 	Answer *AnswerView `json:"answer,omitempty"`
 }
@@ -263,22 +284,27 @@ func (s *Service) get(id string) (*format.Exercise, error) {
 	return ex, nil
 }
 
-// availability says why this lab cannot run ex ("" when it can).
-func (s *Service) availability(ex *format.Exercise) string {
+// availability says why this lab cannot run ex ("" when it can), in
+// English for errors and logs; unavailable says it in both languages for
+// the page.
+func (s *Service) availability(ex *format.Exercise) string { return s.unavailable(ex).EN }
+
+func (s *Service) unavailable(ex *format.Exercise) i18n.Text {
 	p := s.cfg.Env.Profile.Name
 	if len(ex.Setup.Profiles) > 0 && !slices.Contains(ex.Setup.Profiles, p) {
-		return fmt.Sprintf("needs the %v profile (this lab runs %s)", ex.Setup.Profiles, p)
+		list := strings.Join(ex.Setup.Profiles, ", ")
+		return i18n.Textf("%[1]s プロファイルが必要です (このラボは %[2]s で動いています)", "needs the %[1]s profile (this lab runs %[2]s)", list, p)
 	}
 	status := s.cfg.Env.Controllers.Status()
 	for _, c := range ex.Setup.Requires {
 		if _, ok := status[c]; !ok {
 			if c == "lbc" {
-				return "needs the lbc add-on (start the lab with --addons lbc)"
+				return i18n.Text{JA: "lbc アドオンが必要です (ラボを --addons lbc で起動してください)", EN: "needs the lbc add-on (start the lab with --addons lbc)"}
 			}
-			return fmt.Sprintf("needs a %s controller, which the %s profile does not have", c, p)
+			return i18n.Textf("%[1]s controller が必要ですが、%[2]s プロファイルにはありません", "needs a %[1]s controller, which the %[2]s profile does not have", c, p)
 		}
 	}
-	return ""
+	return i18n.Text{}
 }
 
 func (s *Service) startOf(ctx context.Context, id string) (time.Time, error) {
@@ -289,11 +315,38 @@ func (s *Service) startOf(ctx context.Context, id string) (time.Time, error) {
 	return t, nil
 }
 
-func (s *Service) summary(ex *format.Exercise, lang string, steps map[string]progress.StepProgress, answers map[string]progress.Answer) Summary {
+// counts are an exercise's wrong answers and opened hints, and whether it
+// was reset.
+type counts struct {
+	wrong, hints int
+	started      bool
+}
+
+func (s *Service) counts(ctx context.Context, id string) (counts, error) {
+	wrong, err := s.cfg.Store.WrongAnswers(ctx, id)
+	if err != nil {
+		return counts{}, err
+	}
+	hints, err := s.cfg.Store.Hints(ctx, id)
+	if err != nil {
+		return counts{}, err
+	}
+	_, started, err := s.cfg.Store.Started(ctx, id)
+	if err != nil {
+		return counts{}, err
+	}
+	c := counts{wrong: wrong, started: started}
+	for _, n := range hints {
+		c.hints += n
+	}
+	return c, nil
+}
+
+func (s *Service) summary(ex *format.Exercise, lang string, steps map[string]progress.StepProgress, answers map[string]progress.Answer, n counts) Summary {
 	sum := Summary{ID: ex.ID, Order: ex.Order, Title: ex.Title.In(i18n.Lang(lang)), Goal: ex.Goal.In(i18n.Lang(lang)), Minutes: ex.Minutes,
-		Steps: len(ex.Steps), Questions: len(ex.Quiz)}
-	if why := s.availability(ex); why != "" {
-		sum.Unavailable = why
+		Steps: len(ex.Steps), Questions: len(ex.Quiz), WrongAnswers: n.wrong, HintsOpened: n.hints, Started: n.started}
+	if why := s.unavailable(ex); why.EN != "" {
+		sum.Unavailable = why.In(i18n.Lang(lang))
 	} else {
 		sum.Available = true
 	}
@@ -334,7 +387,11 @@ func (s *Service) List(ctx context.Context, lang string) ([]Summary, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, s.summary(ex, lang, steps, answers))
+		n, err := s.counts(ctx, ex.ID)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s.summary(ex, lang, steps, answers, n))
 	}
 	return out, nil
 }
@@ -365,8 +422,20 @@ func (s *Service) Get(ctx context.Context, id, lang string) (Detail, error) {
 	if err != nil {
 		return Detail{}, err
 	}
+	hints, err := s.cfg.Store.Hints(ctx, id)
+	if err != nil {
+		return Detail{}, err
+	}
+	n, err := s.counts(ctx, id)
+	if err != nil {
+		return Detail{}, err
+	}
+	seed, err := s.seed(ctx)
+	if err != nil {
+		return Detail{}, err
+	}
 	d := Detail{
-		Summary: s.summary(ex, lang, steps, answers), Setup: ex.Setup.About.In(i18n.Lang(lang)),
+		Summary: s.summary(ex, lang, steps, answers, n), Setup: ex.Setup.About.In(i18n.Lang(lang)),
 		Profiles: ex.Setup.Profiles, Requires: ex.Setup.Requires, StartedAt: start,
 		Latency: ex.Setup.Latency, CloudLatency: s.cfg.Env.Cloud.Faults().Latency.Duration.String(),
 		Steps: []StepView{}, Quiz: []QuestionView{},
@@ -375,13 +444,20 @@ func (s *Service) Get(ctx context.Context, id, lang string) (Detail, error) {
 	for _, st := range ex.Steps {
 		p := steps[st.ID]
 		v := StepView{ID: st.ID, Title: st.Title.In(i18n.Lang(lang)), Body: st.Body.In(i18n.Lang(lang)), Commands: []CommandView{}, Hints: []string{},
-			Passed: p.Passed(), PassedAt: p.PassedAt, Attempts: p.Attempts, Locked: locked, Solution: []SolutionView{}}
-		for _, c := range st.Solution {
-			if c.Do != nil {
-				v.Solution = append(v.Solution, SolutionView{Action: c.Do.In(i18n.Lang(lang))})
-			} else {
-				v.Solution = append(v.Solution, SolutionView{Command: c.Cmd, Console: s.console(c.Cmd)})
+			HintCount: len(st.Hints), Passed: p.Passed(), PassedAt: p.PassedAt, Attempts: p.Attempts, Locked: locked, Solution: []SolutionView{}}
+		// The answer is to be found: hints one at a time, the solution
+		// last, and only what was asked for leaves the lab.
+		shown := hints[st.ID]
+		if shown > len(st.Hints) {
+			for _, c := range st.Solution {
+				if c.Do != nil {
+					v.Solution = append(v.Solution, SolutionView{Action: c.Do.In(i18n.Lang(lang))})
+				} else {
+					v.Solution = append(v.Solution, SolutionView{Command: c.Cmd, Console: s.console(c.Cmd)})
+				}
 			}
+		} else {
+			v.SolutionHidden = len(st.Solution) > 0
 		}
 		if st.Answer != nil {
 			a := typed[st.ID]
@@ -390,7 +466,7 @@ func (s *Service) Get(ctx context.Context, id, lang string) (Detail, error) {
 		for _, c := range st.Commands {
 			v.Commands = append(v.Commands, CommandView{Line: c, Console: s.console(c)})
 		}
-		for _, h := range st.Hints {
+		for _, h := range st.Hints[:min(shown, len(st.Hints))] {
 			v.Hints = append(v.Hints, h.In(i18n.Lang(lang)))
 		}
 		for _, c := range st.Checks {
@@ -405,7 +481,7 @@ func (s *Service) Get(ctx context.Context, id, lang string) (Detail, error) {
 		d.Steps = append(d.Steps, v)
 	}
 	for _, q := range ex.Quiz {
-		d.Quiz = append(d.Quiz, questionView(q, answers[q.ID], lang))
+		d.Quiz = append(d.Quiz, questionView(q, answers[q.ID], lang, choiceOrder(seed, id, q.ID, len(q.Choices))))
 	}
 	if rs, ok, err := s.cfg.Store.Reset(ctx, id); err != nil {
 		return Detail{}, err
@@ -422,15 +498,19 @@ func (s *Service) Get(ctx context.Context, id, lang string) (Detail, error) {
 	return d, nil
 }
 
-// questionView shows the first answer's choice and result (a quiz counts
-// the first try) and, once answered, every choice's reasoning.
-func questionView(q format.Question, a progress.Answer, lang string) QuestionView {
+// questionView shows the choices in the student's order (order[i] is the
+// file's index of the choice shown at i), the first answer's choice and
+// result (a quiz counts the first try) and, once answered, every choice's
+// reasoning.
+func questionView(q format.Question, a progress.Answer, lang string, order []int) QuestionView {
 	v := QuestionView{ID: q.ID, Question: q.Question.In(i18n.Lang(lang)), Answered: a.Attempts > 0, Correct: a.Attempts > 0 && a.FirstCorrect, Attempts: a.Attempts}
 	if v.Answered {
-		c := a.FirstChoice
-		v.Choice = &c
+		if c := slices.Index(order, a.FirstChoice); c >= 0 {
+			v.Choice = &c
+		}
 	}
-	for _, c := range q.Choices {
+	for _, i := range order {
+		c := q.Choices[i]
 		cv := ChoiceView{Text: c.Text.In(i18n.Lang(lang))}
 		if v.Answered {
 			cv.Why = c.Why.In(i18n.Lang(lang))
@@ -878,12 +958,86 @@ func (s *Service) Answer(ctx context.Context, id, question string, choice int, l
 	if choice < 0 || choice >= len(q.Choices) {
 		return AnswerResult{}, fmt.Errorf("%w: choice %d (question %s has choices 0 to %d)", ErrBadInput, choice, question, len(q.Choices)-1)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c := q.Choices[choice]
-	a, err := s.cfg.Store.RecordAnswer(ctx, id, question, choice, c.Correct, s.cfg.Now())
+	seed, err := s.seed(ctx)
 	if err != nil {
 		return AnswerResult{}, err
 	}
-	return AnswerResult{Question: question, Choice: choice, Correct: c.Correct, Why: c.Why.In(i18n.Lang(lang)), View: questionView(q, a, lang)}, nil
+	// choice is a position in the order the student sees; the store keeps
+	// the file's index, which does not depend on the order.
+	order := choiceOrder(seed, id, question, len(q.Choices))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := q.Choices[order[choice]]
+	a, err := s.cfg.Store.RecordAnswer(ctx, id, question, order[choice], c.Correct, s.cfg.Now())
+	if err != nil {
+		return AnswerResult{}, err
+	}
+	return AnswerResult{Question: question, Choice: choice, Correct: c.Correct, Why: c.Why.In(i18n.Lang(lang)), View: questionView(q, a, lang, order)}, nil
+}
+
+// seed is the lab's own seed for the order of choices (progress.Store.Seed),
+// read once.
+func (s *Service) seed(ctx context.Context) (uint64, error) {
+	s.seedMu.Lock()
+	defer s.seedMu.Unlock()
+	if s.seedOK {
+		return s.seedVal, nil
+	}
+	v, err := s.cfg.Store.Seed(ctx)
+	if err != nil {
+		return 0, err
+	}
+	s.seedVal, s.seedOK = v, true
+	return v, nil
+}
+
+// choiceOrder is the order a lab shows a question's choices in: order[i]
+// is the file's index of the choice at position i. It depends only on the
+// lab's seed, the exercise and the question, so a student sees one order
+// on every load and after every restart, and the files can list the right
+// choice wherever they like.
+func choiceOrder(seed uint64, exercise, question string, n int) []int {
+	h := fnv.New64a()
+	h.Write([]byte(exercise))
+	h.Write([]byte{0})
+	h.Write([]byte(question))
+	return rand.New(rand.NewPCG(seed, h.Sum64())).Perm(n)
+}
+
+// RevealHint opens the next hint of the current step of exercise id; once
+// every hint is open, one more call reveals the solution. It returns the
+// exercise as Get does.
+func (s *Service) RevealHint(ctx context.Context, id, step, lang string) (Detail, error) {
+	if _, err := normLang(lang); err != nil {
+		return Detail{}, err
+	}
+	ex, err := s.get(id)
+	if err != nil {
+		return Detail{}, err
+	}
+	i := slices.IndexFunc(ex.Steps, func(st format.Step) bool { return st.ID == step })
+	if i < 0 {
+		return Detail{}, fmt.Errorf("%w: exercise %s has no step %q", ErrNotFound, id, step)
+	}
+	s.mu.Lock()
+	steps, err := s.cfg.Store.Steps(ctx, id)
+	if err == nil {
+		for _, before := range ex.Steps[:i] {
+			if !steps[before.ID].Passed() {
+				err = fmt.Errorf("%w: step %s comes after %s, which has not passed", ErrNotCurrent, step, before.ID)
+				break
+			}
+		}
+	}
+	if err == nil && steps[step].Passed() {
+		err = fmt.Errorf("%w: step %s has passed already", ErrNotCurrent, step)
+	}
+	if err == nil {
+		_, err = s.cfg.Store.RevealHint(ctx, id, step, len(ex.Steps[i].Hints)+1)
+	}
+	s.mu.Unlock()
+	if err != nil {
+		return Detail{}, err
+	}
+	return s.Get(ctx, id, lang)
 }

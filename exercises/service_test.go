@@ -126,8 +126,14 @@ func TestQuizKeepsFirstAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	ex := s.byID[id]
+	seed, err := s.seed(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i, q := range ex.Quiz {
-		right := slices.IndexFunc(q.Choices, func(c format.Choice) bool { return c.Correct })
+		// Positions are in the order this lab shows the choices.
+		order := choiceOrder(seed, id, q.ID, len(q.Choices))
+		right := slices.IndexFunc(order, func(j int) bool { return q.Choices[j].Correct })
 		first := right
 		if i%2 == 0 {
 			first = (right + 1) % len(q.Choices) // wrong first on every other question
@@ -136,7 +142,7 @@ func TestQuizKeepsFirstAnswer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Correct != (first == right) || res.Why != q.Choices[first].Why.JA {
+		if res.Correct != (first == right) || res.Why != q.Choices[order[first]].Why.JA || res.View.Choices[first].Text != q.Choices[order[first]].Text.JA {
 			t.Errorf("%s first answer: %+v", q.ID, res)
 		}
 		for j, c := range res.View.Choices {
@@ -161,6 +167,9 @@ func TestQuizKeepsFirstAnswer(t *testing.T) {
 	if want := len(ex.Quiz) / 2; !list[i].Done || list[i].QuestionsCorrect != want || list[i].Title != ex.Title.JA {
 		t.Errorf("summary: %+v, want done with %d correct", list[i], want)
 	}
+	if want := (len(ex.Quiz) + 1) / 2; list[i].WrongAnswers != want {
+		t.Errorf("wrong answers %d, want %d", list[i].WrongAnswers, want)
+	}
 	if err := s.Reset(ctx, id); err != nil {
 		t.Fatal(err)
 	}
@@ -172,6 +181,84 @@ func TestQuizKeepsFirstAnswer(t *testing.T) {
 	}
 	if _, err := s.Answer(ctx, id, ex.Quiz[0].ID, 99, "en"); !errors.Is(err, ErrBadInput) {
 		t.Errorf("choice out of range: %v", err)
+	}
+}
+
+// Every lab shows a question's choices in its own order, the same on
+// every call: the right choice is not where the file lists it.
+func TestChoiceOrder(t *testing.T) {
+	moved := 0
+	total := 0
+	for _, ex := range mustLoad(t) {
+		for _, q := range ex.Quiz {
+			a := choiceOrder(1, ex.ID, q.ID, len(q.Choices))
+			if b := choiceOrder(1, ex.ID, q.ID, len(q.Choices)); !slices.Equal(a, b) {
+				t.Fatalf("%s/%s: two orders for one seed: %v %v", ex.ID, q.ID, a, b)
+			}
+			sorted := slices.Clone(a)
+			slices.Sort(sorted)
+			for i, v := range sorted {
+				if i != v {
+					t.Fatalf("%s/%s: %v is not a permutation", ex.ID, q.ID, a)
+				}
+			}
+			for seed := range uint64(20) {
+				total++
+				o := choiceOrder(seed, ex.ID, q.ID, len(q.Choices))
+				if !q.Choices[o[0]].Correct {
+					moved++
+				}
+			}
+		}
+	}
+	// With 3 or 4 choices the right one comes first about a third or a
+	// quarter of the time; the file's order would put it first far more.
+	if share := float64(total-moved) / float64(total); share > 0.45 {
+		t.Errorf("the right choice comes first in %.0f%% of the orders", 100*share)
+	}
+}
+
+// Hints open one at a time, the solution only after all of them; a step
+// not yet reached opens nothing.
+func TestHintsThenSolution(t *testing.T) {
+	s, err := New(Config{Env: fakeEnv(t, "aws", fakeControllers{"node": true}), Store: openStore(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const id = "node-init"
+	ex := s.byID[id]
+	st := ex.Steps[0]
+	d, err := s.Get(ctx, id, "en")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := d.Steps[0]; len(v.Hints) != 0 || len(v.Solution) != 0 || !v.SolutionHidden || v.HintCount != len(st.Hints) {
+		t.Fatalf("before any hint: %+v", v)
+	}
+	for n := 1; n <= len(st.Hints)+1; n++ {
+		d, err = s.RevealHint(ctx, id, st.ID, "en")
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := d.Steps[0]
+		if len(v.Hints) != min(n, len(st.Hints)) {
+			t.Fatalf("after %d requests: %d hints", n, len(v.Hints))
+		}
+		if solved := n > len(st.Hints); solved != (len(v.Solution) == len(st.Solution)) || solved == v.SolutionHidden {
+			t.Fatalf("after %d requests (of %d hints): solution %+v hidden %v", n, len(st.Hints), v.Solution, v.SolutionHidden)
+		}
+	}
+	if d.HintsOpened != len(st.Hints)+1 {
+		t.Errorf("hints opened %d, want %d", d.HintsOpened, len(st.Hints)+1)
+	}
+	if len(ex.Steps) > 1 {
+		if _, err := s.RevealHint(ctx, id, ex.Steps[1].ID, "en"); !errors.Is(err, ErrNotCurrent) {
+			t.Errorf("a hint of a locked step: %v", err)
+		}
+	}
+	if _, err := s.RevealHint(ctx, id, "nope", "en"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a hint of no step: %v", err)
 	}
 }
 
@@ -231,4 +318,13 @@ func TestCheckOneStepAtATime(t *testing.T) {
 	if steps["on"].Attempts != 2 {
 		t.Errorf("attempts %d, want 2 (one failed click, one pass)", steps["on"].Attempts)
 	}
+}
+
+func mustLoad(t *testing.T) []*format.Exercise {
+	t.Helper()
+	all, err := format.LoadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return all
 }

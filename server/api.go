@@ -70,6 +70,7 @@ func (s *Server) routes() {
 	api(http.MethodPost, "/exercises/:id/quiz/:q", s.answerQuiz)
 	api(http.MethodPost, "/exercises/:id/cause", s.nameCause)
 	api(http.MethodPost, "/exercises/:id/steps/:step/answer", s.answerStep)
+	api(http.MethodPost, "/exercises/:id/steps/:step/hint", s.revealHint)
 	api(http.MethodPost, "/console", s.runConsole)
 	api(http.MethodGet, "/recording", s.getRecording)
 	s.echo.GET("/ws", s.websocket, s.needLab)

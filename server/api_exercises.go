@@ -153,6 +153,21 @@ func (s *Server) answerStep(c echo.Context) error {
 	return c.JSON(http.StatusOK, r)
 }
 
+// revealHint opens the next hint of a step, then its solution; it answers
+// the exercise as GET does.
+func (s *Server) revealHint(c echo.Context) error {
+	ex, err := s.needExercises(c)
+	if err != nil {
+		return err
+	}
+	d, err := ex.RevealHint(c.Request().Context(), c.Param("id"), c.Param("step"), lang(c))
+	if err != nil {
+		return exerciseError(err)
+	}
+	s.publishExercise(c.Param("id"))
+	return c.JSON(http.StatusOK, d)
+}
+
 type consoleRequest struct {
 	Command string `json:"command"`
 }

@@ -83,6 +83,8 @@ func TestExerciseAPI(t *testing.T) {
 		{"answer unknown exercise", req{method: "POST", path: "/api/exercises/nope/steps/x/answer", body: `{"answer":"x"}`}, 404, "no exercise"},
 		{"answer a step that asks none", req{method: "POST", path: "/api/exercises/node-init/steps/launch/answer", body: `{"answer":"x"}`}, 400, "asks for no answer"},
 		{"answer a locked step", req{method: "POST", path: ans, body: `{"answer":"i-1"}`}, 409, "has not passed"},
+		{"hint of a locked step", req{method: "POST", path: "/api/exercises/node-init/steps/provider-id/hint"}, 409, "has not passed"},
+		{"hint of no step", req{method: "POST", path: "/api/exercises/node-init/steps/nope/hint"}, 404, "no step"},
 		{"reset with a cause", req{method: "POST", path: "/api/exercises/node-init/reset", body: `{"cause":"iam-deny"}`}, 400, "takes no cause"},
 		{"reset unknown field", req{method: "POST", path: "/api/exercises/node-init/reset", body: `{"why":1}`}, 400, "unknown field"},
 		{"list", req{method: "GET", path: "/api/exercises?lang=ja"}, 200, `"stepsPassed":0`},

@@ -206,6 +206,7 @@ func mutatingRoutes(inst string) []route {
 		{"POST", "/api/exercises/review/quiz/q1", `{"choice":0}`, true},
 		{"POST", "/api/exercises/mystery-pending/cause", `{"cause":"iam-deny"}`, true},
 		{"POST", "/api/exercises/node-init/steps/provider-id/answer", `{"answer":"i-1"}`, true},
+		{"POST", "/api/exercises/node-init/steps/launch/hint", ``, false},
 		{"POST", "/api/console", `{"command":"kubectl get nodes"}`, false},
 	}
 }

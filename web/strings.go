@@ -298,6 +298,16 @@ var pageTexts = i18n.Catalog{
 	"reason.instance-not-running":  {JA: "VM が動いていません (停止か削除)。kubelet も止まっています。", EN: "The VM is not running (stopped or terminated), so its kubelet is down too."},
 	"reason.no-endpoints":          {JA: "Service に Ready な Pod がありません。LB はできていても、リクエストの届け先がありません。", EN: "The Service has no ready Pod. The load balancer exists, but a request would find nobody to answer."},
 	"reason.unknown":               {JA: "次のステップに進めません。", EN: "The next step cannot happen."},
+	// During the diagnosis challenge the box says what is seen, so that
+	// it does not name the hidden cause; causes that look alike read alike.
+	"symptom.no-service-controller": {JA: "この Service にはイベントも status もまだありません。何もこの Service に手を付けていません。", EN: "This Service has no event and no status yet: nothing has acted on it."},
+	"symptom.class-unhandled":       {JA: "この Service にはイベントも status もまだありません。何もこの Service に手を付けていません。", EN: "This Service has no event and no status yet: nothing has acted on it."},
+	"symptom.cloud-error":           {JA: "ロードバランサーを作る途中で失敗しています。Service のイベントとコールログを読んでください。", EN: "Making the load balancer fails along the way. Read the Service's events and the call log."},
+	"symptom.no-eligible-nodes":     {JA: "ロードバランサーはありますが、ターゲットがありません。", EN: "The load balancer exists, but it has no targets."},
+	"symptom.no-node-controller":    {JA: "この Node にはまだ Pod を置けません。", EN: "Pods cannot be placed on this Node yet."},
+	"symptom.instance-not-running":  {JA: "この Node の VM が応答しません。", EN: "This Node's VM does not answer."},
+	"symptom.no-endpoints":          {JA: "ロードバランサーの後ろで答える Pod がありません。", EN: "No Pod answers behind the load balancer."},
+	"symptom.unknown":               {JA: "次のステップに進みません。", EN: "The next step does not happen."},
 
 	// --- diagram and trace ---
 	"dg.title":      {JA: "Service から LB、そしてパケットが Pod に届くまでの図", EN: "Diagram: from the Service to the load balancer, and a packet to a Pod"},
@@ -403,7 +413,9 @@ var pageTexts = i18n.Catalog{
 	"ex.meta.pace":         {JA: "授業のペース: クラウド呼び出しごとに {d} の遅延 (いまは {now}。障害パネルで変えられます)", EN: "classroom pace: {d} per cloud call (now {now}; change it in the fault panel)"},
 	"mx.title":             {JA: "診断チャレンジ", EN: "Diagnosis challenge"},
 	"mx.service":           {JA: "調べる Service: {svc}", EN: "Service to diagnose: {svc}"},
-	"mx.pick":              {JA: "原因を 1 つ選んでください。数えるのは最初の答えだけです。", EN: "Pick one cause. Only the first answer counts."},
+	"mx.pick":              {JA: "原因を 1 つ選んでください。正しい原因を答えるまで終わりません。外れた答えは回数に数えられます。", EN: "Pick one cause. Only the right cause ends the diagnosis; every wrong answer is counted."},
+	"mx.nudge":             {JA: "手がかり: {text}", EN: "A nudge: {text}"},
+	"mx.misses":            {JA: "外れた答え: {n} 回", EN: "Wrong answers: {n}"},
 	"mx.name":              {JA: "この原因で答える", EN: "Name this cause"},
 	"mx.named.right":       {JA: "✓ 正解です。", EN: "✓ Right."},
 	"mx.named.wrong":       {JA: "✗ 外れです。", EN: "✗ Not this one."},
@@ -415,6 +427,7 @@ var pageTexts = i18n.Catalog{
 	"ex.answer.right":      {JA: "✓ 正解: {v}", EN: "✓ Right: {v}"},
 	"ex.answer.wrong":      {JA: "✗ {v} はラボの値と違います", EN: "✗ {v} is not what the lab says"},
 	"ex.solution":          {JA: "解答 (コマンド)", EN: "Solution"},
+	"ex.solution.show":     {JA: "解答を見る (ヒントをすべて読んでから)", EN: "Show the solution (after every hint)"},
 	"ex.auto":              {JA: "ステップ「{step}」に合格しました", EN: "Step \"{step}\" passed"},
 	"ex.quiz.chosen":       {JA: "あなたの答え", EN: "your answer"},
 

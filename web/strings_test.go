@@ -75,7 +75,7 @@ func TestKeysUsedExist(t *testing.T) {
 
 // dynamicFamilies are the key prefixes the JS builds at run time from data
 // ("step." + key); TestFlowVocabularyTranslated covers them.
-var dynamicFamilies = []string{"ctrl.", "dep.", "step.", "nodestep.", "reason.", "hop.", "health.", "status.", "dg.", "action.", "lang."}
+var dynamicFamilies = []string{"ctrl.", "dep.", "step.", "nodestep.", "reason.", "symptom.", "hop.", "health.", "status.", "dg.", "action.", "lang."}
 
 // TestNoUnusedKeys keeps the catalog tidy: a key nobody uses is dead text
 // that translators would still maintain.
@@ -185,6 +185,7 @@ func TestFlowVocabularyTranslated(t *testing.T) {
 	}
 	for _, v := range reasons {
 		need(t, "reason."+v[0])
+		need(t, "symptom."+v[0]) // the same reason during the diagnosis challenge
 	}
 	status := constStrings(t, flowDir, func(n string) bool { return strings.HasPrefix(n, "Step") && n != "StepStatus" })
 	for _, v := range status {

@@ -32,10 +32,16 @@ function render(cls) {
   for (const s of cls.students) {
     const cur = s.current;
     const cells = cls.exercises.map((x) => {
-      const c = s.exercises[x.id] || { stepsPassed: 0, done: false };
-      const td = el("td", { class: "steps" + (c.done ? " done" : ""), title: `${x.title}: ${c.stepsPassed}/${x.steps}`,
-        "data-testid": `cell-${s.name}-${x.id}`, "data-passed": String(c.stepsPassed) });
+      const c = s.exercises[x.id] || { stepsPassed: 0, done: false, wrongAnswers: 0, hintsOpened: 0 };
+      const wrong = c.wrongAnswers || 0;
+      const hints = c.hintsOpened || 0;
+      const td = el("td", { class: "steps" + (c.done ? " done" : ""),
+        title: `${x.title}: ${c.stepsPassed}/${x.steps} steps, ${wrong} wrong answer(s), ${hints} hint(s) opened`,
+        "data-testid": `cell-${s.name}-${x.id}`, "data-passed": String(c.stepsPassed), "data-wrong": String(wrong), "data-hints": String(hints) });
       for (let i = 0; i < x.steps; i++) td.append(el("span", { class: "step" + (i < c.stepsPassed ? " passed" : "") }));
+      // How the steps were passed: wrong answers and opened hints.
+      if (wrong) td.append(el("span", { class: "count wrong", "data-testid": `wrong-${s.name}-${x.id}`, text: "✗" + wrong }));
+      if (hints) td.append(el("span", { class: "count hints", text: "?" + hints }));
       return td;
     });
     const pick = el("input", { type: "checkbox", class: "pick", value: s.name, "aria-label": "Select " + s.name, "data-testid": "pick-" + s.name });

@@ -183,12 +183,12 @@ func evalHealthChecksFollowPods(ctx context.Context, e *evalCtx, c format.CheckS
 		}
 	}
 	if len(unhealthy) == 0 {
-		return failf("Pod の居ないノードがありません: すべてのターゲットが healthy です。", "every node has a Pod, so every target is healthy: run fewer Pods than nodes.")
+		return failf("Pod のいないノードがありません: すべてのターゲットが healthy です。", "every node has a Pod, so every target is healthy: run fewer Pods than nodes.")
 	}
 	if len(healthy) == 0 {
 		return failf("healthy なターゲットがありません。", "no target is healthy.")
 	}
-	return passf("Pod の居るノード (%s) は healthy、居ないノード (%s) は unhealthy (port %d)", "nodes with a Pod (%s) are healthy, nodes without (%s) unhealthy (port %d)",
+	return passf("Pod のいるノード (%s) は healthy、いないノード (%s) は unhealthy (port %d)", "nodes with a Pod (%s) are healthy, nodes without (%s) unhealthy (port %d)",
 		strings.Join(healthy, ", "), strings.Join(unhealthy, ", "), svc.Spec.HealthCheckNodePort)
 }
 
@@ -209,7 +209,7 @@ func evalUnevenLoad(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcome
 		}
 	}
 	if len(nodes) < 2 {
-		return failf("Pod の居る healthy なノードが %d 個しかありません。", "only %d healthy node(s) with Pods.", len(nodes))
+		return failf("Pod のいる healthy なノードが %d 個しかありません。", "only %d healthy node(s) with Pods.", len(nodes))
 	}
 	var parts []string
 	hi, lo := 0.0, 1.0

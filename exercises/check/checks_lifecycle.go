@@ -281,11 +281,11 @@ func evalCauseNamed(ctx context.Context, e *evalCtx, _ format.CheckSpec) Outcome
 	}
 	switch {
 	case !named:
-		return failf("まだ原因を答えていません。", "no cause has been named yet.")
+		return failf("まだ正しい原因を答えていません。", "you have not named the right cause yet.")
 	case correct:
 		return passf("1 回目の答えで原因を言い当てました", "your first answer named the cause")
 	}
-	return passf("答えを記録しました (1 回目の答えは外れでした。本当の原因は説明を読んでください)", "your answer is recorded (the first answer missed; the explanation tells the real cause)")
+	return passf("原因を言い当てました (その前に外れた答えがありました)", "you named the cause, after a wrong answer")
 }
 
 // ---- ip or hostname ----
@@ -312,19 +312,17 @@ func answerIngressField(ctx context.Context, e *evalCtx, a format.AnswerSpec) ([
 
 // answerCallMethod: the cloudprovider.Interface method that made the
 // calls of the action named by a.Name since the previous step, as the call
-// log shows it ("LoadBalancer.EnsureLoadBalancer"); the method's own name
-// ("EnsureLoadBalancer") counts too.
+// log shows it ("LoadBalancer.EnsureLoadBalancer"). Only the whole name
+// counts: the method's own name alone is often the action's
+// ("Routes.CreateRoute" makes CreateRoute), which the prompt gives away.
 func answerCallMethod(_ context.Context, e *evalCtx, a format.AnswerSpec) ([]string, Outcome) {
 	var out []string
 	for _, call := range calls(e.hist) {
 		if call.Action != a.Name || call.Method == "" {
 			continue
 		}
-		_, short, _ := strings.Cut(call.Method, ".")
-		for _, v := range []string{call.Method, short} {
-			if v != "" && !slices.Contains(out, v) {
-				out = append(out, v)
-			}
+		if !slices.Contains(out, call.Method) {
+			out = append(out, call.Method)
 		}
 	}
 	if len(out) == 0 {

@@ -173,7 +173,7 @@ func TestLifecycleAnswers(t *testing.T) {
 		{format.AnswerSpec{Kind: "ingressField", Name: "vip"}, "IP", true},
 		{format.AnswerSpec{Kind: "ingressField", Name: "none"}, "hostname", false},
 		{format.AnswerSpec{Kind: "callMethod", Name: cloud.ActionCreateLoadBalancer}, "LoadBalancer.EnsureLoadBalancer", true},
-		{format.AnswerSpec{Kind: "callMethod", Name: cloud.ActionCreateLoadBalancer}, "EnsureLoadBalancer", true},
+		{format.AnswerSpec{Kind: "callMethod", Name: cloud.ActionCreateLoadBalancer}, "EnsureLoadBalancer", false}, // the bare name is not enough
 		{format.AnswerSpec{Kind: "callMethod", Name: cloud.ActionCreateLoadBalancer}, "UpdateLoadBalancer", false},
 		{format.AnswerSpec{Kind: "callMethod", Name: cloud.ActionCreateRoute}, "Routes.CreateRoute", false}, // no such call
 	} {

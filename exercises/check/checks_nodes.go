@@ -179,7 +179,7 @@ func evalPodsPending(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcom
 			return failf("Pod %s は Pending ですが、スケジューラーの理由 %q に %q が含まれません。", "Pod %s is Pending, but the scheduler's reason %q does not mention %q.", p.Name, msg, c.Reason)
 		}
 	}
-	return passf("%d 個の Pod が Pending: %s", "%d Pod(s) Pending: %s", len(pods), schedulingMessage(&pods[0]))
+	return passf("%d 個の Pod が Pending です (スケジューラーの理由: 「%s」)", "%d Pod(s) Pending (the scheduler says: %q)", len(pods), schedulingMessage(&pods[0]))
 }
 
 func evalPodsRunning(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcome {

@@ -35,8 +35,9 @@ type Flows interface {
 	NodeFlow(name string) (flow.NodeFlow, bool)
 }
 
-// CauseNamer says whether the student has named mystery-pending's cause
-// and whether that first answer was right (*exercises.Service satisfies it).
+// CauseNamer says whether the student has named mystery-pending's right
+// cause (wrong answers do not count) and whether at the first try
+// (*exercises.Service satisfies it).
 type CauseNamer interface {
 	CauseNamed(ctx context.Context) (named, correct bool, err error)
 }

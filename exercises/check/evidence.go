@@ -106,13 +106,6 @@ func byMatches(by string, managers []string) bool {
 	return false
 }
 
-func whoText(managers []string) string {
-	if len(managers) == 0 {
-		return "?"
-	}
-	return strings.Join(managers, ",")
-}
-
 func hasTaint(n *corev1.Node, key string) bool {
 	if n == nil {
 		return false
@@ -184,7 +177,7 @@ func (e *evalCtx) newNode(name string) bool {
 }
 
 func evalObjectChange(_ context.Context, e *evalCtx, c format.CheckSpec) Outcome {
-	var wrongWho []string
+	var wrongWho []i18n.Text // what happened, by the wrong writer
 	for _, en := range e.hist {
 		o := en.Object
 		if en.Kind != history.KindObject || o.Resource != c.Resource || (c.Name != "" && o.Name != c.Name) {
@@ -205,27 +198,30 @@ func evalObjectChange(_ context.Context, e *evalCtx, c format.CheckSpec) Outcome
 			continue
 		}
 		if !byMatches(c.By, o.Managers) {
-			wrongWho = append(wrongWho, fmt.Sprintf("%s (%s)", o.Name, whoText(o.Managers)))
+			wrongWho = append(wrongWho, join2("%s (書いたのは %s)", "%s, written by %s", changeDone(c.Resource, o.Name, c.Change), whoWrote(o.Managers)))
 			continue
 		}
-		return passf("%s %s: %s (#%d、書いたのは %s)", "%s %s: %s (#%d, written by %s)", c.Resource, o.Name, c.Change, en.Seq, whoText(o.Managers))
+		return Outcome{true, join2("%s (書いたのは %s、履歴の #%d)", "%s, written by %s; entry #%d of the lab's history", changeDone(c.Resource, o.Name, c.Change), whoWrote(o.Managers), en.Seq)}
 	}
 	if e.histErr != nil {
 		return e.truncated()
 	}
-	what := c.Resource
-	if c.Name != "" {
-		what += " " + c.Name
-	}
 	if len(wrongWho) > 0 {
-		return failf("%s の %s はありましたが、求める書き手 (%s) ではありません: %s", "%s: %s happened, but not by the expected writer (%s): %s",
-			what, c.Change, c.By, strings.Join(wrongWho, "; "))
+		more := i18n.Text{}
+		if n := len(wrongWho) - 1; n > 0 {
+			more = i18n.Textf(" (ほかに %d 件)", " (and %d more)", n)
+		}
+		want := expectedWriter(c.By)
+		return Outcome{false, i18n.Text{
+			JA: fmt.Sprintf("%s%s。このステップが求める書き手は %s です。", wrongWho[0].JA, more.JA, want.JA),
+			EN: fmt.Sprintf("%s%s; this step wants it done by %s.", wrongWho[0].EN, more.EN, want.EN),
+		}}
 	}
 	if c.WhileOff != "" {
-		return failf("前のステップの後、%s controller がオフの間に %s の %s は起きていません。", "since the previous step, no %[3]s of %[2]s happened while the %[1]s controller was off.",
-			c.WhileOff, what, c.Change)
+		return Outcome{false, join2("前のステップが通ってから、%[2]s controller がオフの間には、%[1]s。", "Since the previous step passed, %[1]s while the %[2]s controller was off.",
+			changeNotYet(c.Resource, c.Name, c.Nodes, c.Change), i18n.Text{JA: c.WhileOff, EN: c.WhileOff})}
 	}
-	return failf("前のステップの後、%s の %s はまだ起きていません。", "since the previous step, no %[2]s of %[1]s has happened yet.", what, c.Change)
+	return Outcome{false, join2("前のステップが通ってから、%s%s。", "Since the previous step passed, %s%s yet.", changeNotYet(c.Resource, c.Name, c.Nodes, c.Change), i18n.Text{})}
 }
 
 func evalEventSeen(_ context.Context, e *evalCtx, c format.CheckSpec) Outcome {
@@ -253,13 +249,17 @@ func evalEventSeen(_ context.Context, e *evalCtx, c format.CheckSpec) Outcome {
 			if e.histErr != nil {
 				return e.truncated()
 			}
-			if c.Message != "" {
-				return failf("前のステップの後、%[3]q を含むイベント %[2]s (%[1]s) はまだ記録されていません。", "since the previous step, no %[2]s event mentioning %[3]q (%[1]s) has been recorded.", cmp.Or(c.Name, "*"), r, c.Message)
+			of := i18n.Text{}
+			if c.Name != "" {
+				of = i18n.Textf("%s の", " for %s", c.Name)
 			}
-			return failf("前のステップの後、イベント %[2]s (%[1]s) はまだ記録されていません。", "since the previous step, no %[2]s event (%[1]s) has been recorded.", cmp.Or(c.Name, "*"), r)
+			if c.Message != "" {
+				return Outcome{false, join2("前のステップが通ってから、%[1]s「%[3]s」を含むイベント %[4]s はまだ記録されていません。", "Since the previous step passed, no %[4]s event%[1]s mentioning %[3]q has been recorded.", of, i18n.Text{}, c.Message, r)}
+			}
+			return Outcome{false, join2("前のステップが通ってから、%[1]sイベント %[3]s はまだ記録されていません。", "Since the previous step passed, no %[3]s event%[1]s has been recorded.", of, i18n.Text{}, r)}
 		}
 	}
-	return passf("イベント: %s", "events: %s", strings.Join(c.Reasons, ", "))
+	return passf("記録されたイベント: %s", "events recorded: %s", strings.Join(c.Reasons, ", "))
 }
 
 func onOff(b bool) (string, string) {
@@ -298,7 +298,7 @@ func evalCloudCall(_ context.Context, e *evalCtx, c format.CheckSpec) Outcome {
 	// cloud-provider-aws DescribeInstances and DescribeSubnets).
 	actions := strings.Split(c.Action, "|")
 	codes := strings.Split(c.Code, "|")
-	var last string
+	var last i18n.Text
 	for _, en := range e.hist {
 		if en.Kind != history.KindCall || c.Action != "*" && !slices.Contains(actions, en.Call.Action) {
 			continue
@@ -317,17 +317,18 @@ func evalCloudCall(_ context.Context, e *evalCtx, c format.CheckSpec) Outcome {
 			continue
 		}
 		n++
-		last = fmt.Sprintf("#%d %s %s %s", en.Seq, call.Caller, call.Action, cmp.Or(call.ErrorCode, "ok"))
+		last = i18n.Textf("#%[1]d、%[3]s の %[2]s、結果 %[4]s", "#%[1]d, %[2]s by %[3]s, %[4]s", en.Seq, call.Action, cmp.Or(call.Caller, "?"), cmp.Or(call.ErrorCode, "ok"))
 	}
 	if n >= min {
-		return passf("コールログ: %d 回 (%s)", "call log: %d call(s) (%s)", n, last)
+		return Outcome{true, join2("コールログに %[1]sが %[3]d 回あります (最後は %[2]s)", "the call log has %[3]d %[1]s (the last: %[2]s)", callsWanted(c.Action, c.Caller, c.Result, c.Code, n), last, n)}
 	}
 	if e.histErr != nil {
 		return e.truncated()
 	}
-	who := cmp.Or(c.Caller, "*")
-	return failf("前のステップの後の %s の %s 呼び出し (%s) は %d 回です (%d 回必要)。", "since the previous step, %[2]s called %[1]s (%[3]s) %[4]d time(s), %[5]d needed.",
-		strings.ReplaceAll(c.Action, "|", " / "), who, strings.ReplaceAll(cmp.Or(c.Code, c.Result, "any"), "|", " / "), n, min)
+	if n == 0 {
+		return Outcome{false, join2("前のステップが通ってから、%sはまだコールログにありません (%[3]d 回必要です)。", "Since the previous step passed, the call log has no %[1]s yet (%[3]d needed).", callsWanted(c.Action, c.Caller, c.Result, c.Code, 2), i18n.Text{}, min)}
+	}
+	return Outcome{false, join2("前のステップが通ってから、コールログにある%sは %[3]d 回です。%[4]d 回必要です。", "Since the previous step passed, the call log has %[3]d %[1]s; %[4]d are needed.", callsWanted(c.Action, c.Caller, c.Result, c.Code, n), i18n.Text{}, n, min)}
 }
 
 func evalDenyChanged(_ context.Context, e *evalCtx, c format.CheckSpec) Outcome {
@@ -393,19 +394,19 @@ func evalRequest(_ context.Context, e *evalCtx, c format.CheckSpec) Outcome {
 		last = tr
 	}
 	if n >= min {
-		return passf("%d 回のリクエスト (最後: %s、Pod %s が送信元 %s を見ました)", "%d request(s) (last: %s, Pod %s saw source %s)",
+		return passf("条件に合うリクエストが %d 回ありました (最後は %s。Pod %s が見た送信元は %s)", "%d request(s) as the step asks (the last, %s: Pod %s saw the source %s)",
 			n, last.ID, cmp.Or(last.Pod, "-"), cmp.Or(last.SourceIPSeenByPod, "-"))
 	}
 	if e.histErr != nil {
 		return e.truncated()
 	}
-	via := cmp.Or(c.Via, "any")
+	via := pathWords(c.Via)
 	if others > 0 {
-		return failText("前のステップの後に Service %[1]s へ送られたリクエスト (%[2]s) のうち、条件に合うものは %[3]d 回です (%[4]d 回必要、合わないもの %[5]d 回、最後: %[6]s)。",
-			"since the previous step, %[3]d request(s) to Service %[1]s (%[2]s) fit, %[4]d needed (%[5]d did not fit; the last: %[6]s).", summarize(*other), c.Name, via, n, min, others)
+		return Outcome{false, join2("前のステップが通ってから%[2]s Service %[3]s へ送られたリクエストのうち、このステップの条件に合うものは %[4]d 回です (%[5]d 回必要)。合わなかったものが %[6]d 回あり、最後の答えは %[1]s でした。",
+			"Since the previous step passed, %[4]d of the requests sent to Service %[3]s%[2]s met this step's conditions (%[5]d needed); %[6]d did not, the last of them answered %[1]s.", summarize(*other), via, c.Name, n, min, others)}
 	}
-	return failf("前のステップの後、Service %s へのリクエスト (%s) はまだ送られていません。画面のリクエストパネルか curl で送ってください。",
-		"no request to Service %s (%s) was sent since the previous step: send some from the page's request panel or with curl.", c.Name, via)
+	return Outcome{false, join2("前のステップが通ってから、%[2]s Service %[3]s へ送られたリクエストはまだありません。画面のリクエストパネルか curl で送ってください。",
+		"Since the previous step passed, no request has been sent to Service %[3]s%[2]s: send some from the page's request panel or with curl.", i18n.Text{}, via, c.Name)}
 }
 
 // i18nf formats a verdict whose second argument is a word said

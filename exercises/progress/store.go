@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/url"
 	"strings"
 	"syscall"
@@ -16,8 +17,9 @@ import (
 
 // Store keeps students' progress in an SQLite file (<data-dir>/progress.db)
 // so that it survives restarts of the lab: per exercise its start time,
-// per step when it passed and how many checks it took, per question the
-// last answer.
+// per step when it passed, how many checks it took and how many hints were
+// opened, per question the last answer and how many answers were wrong,
+// and the lab's own seed (Seed) that orders quiz choices for this student.
 type Store struct {
 	db *sql.DB
 }
@@ -42,6 +44,9 @@ type Answer struct {
 	// the first try, later ones only show the reasoning.
 	FirstChoice  int  `json:"firstChoice"`
 	FirstCorrect bool `json:"firstCorrect"`
+	// Wrong counts the wrong answers: what the instructor's dashboard
+	// shows next to the steps.
+	Wrong int `json:"wrong"`
 }
 
 // StepAnswer is the last value a student typed for a step that asks for
@@ -51,6 +56,7 @@ type StepAnswer struct {
 	Correct    bool      `json:"correct"`
 	Attempts   int       `json:"attempts"`
 	AnsweredAt time.Time `json:"answeredAt"`
+	Wrong      int       `json:"wrong"` // how many typed values did not match
 }
 
 const schema = `
@@ -84,6 +90,16 @@ CREATE TABLE IF NOT EXISTS step_answer (
 	answered_at INTEGER NOT NULL,
 	PRIMARY KEY (exercise, step)
 );
+CREATE TABLE IF NOT EXISTS hint (
+	exercise TEXT NOT NULL,
+	step     TEXT NOT NULL,
+	shown    INTEGER NOT NULL,
+	PRIMARY KEY (exercise, step)
+);
+CREATE TABLE IF NOT EXISTS meta (
+	key   TEXT PRIMARY KEY,
+	value INTEGER NOT NULL
+);
 CREATE TABLE IF NOT EXISTS reset_state (
 	exercise TEXT PRIMARY KEY,
 	state    TEXT NOT NULL,
@@ -98,7 +114,13 @@ CREATE TABLE IF NOT EXISTS reset_state (
 var migrations = []string{
 	`ALTER TABLE answer ADD COLUMN first_choice INTEGER NOT NULL DEFAULT -1`,
 	`ALTER TABLE answer ADD COLUMN first_correct INTEGER NOT NULL DEFAULT 0`,
+	`ALTER TABLE answer ADD COLUMN wrong INTEGER NOT NULL DEFAULT 0`,
+	`ALTER TABLE step_answer ADD COLUMN wrong INTEGER NOT NULL DEFAULT 0`,
 }
+
+// progressTables are the tables of an exercise's progress, cleared by a
+// restart or a reset.
+var progressTables = []string{"step", "answer", "step_answer", "hint"}
 
 // Open opens (creating if needed) the progress database at path.
 func Open(path string) (*Store, error) {
@@ -171,10 +193,8 @@ func (s *Store) Restart(ctx context.Context, exercise string, at time.Time) (err
 		return err
 	}
 	defer tx.Rollback()
-	for _, q := range []string{`DELETE FROM step WHERE exercise = ?`, `DELETE FROM answer WHERE exercise = ?`, `DELETE FROM step_answer WHERE exercise = ?`} {
-		if _, err := tx.ExecContext(ctx, q, exercise); err != nil {
-			return err
-		}
+	if err := clearProgress(ctx, tx, []string{exercise}); err != nil {
+		return err
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO exercise (id, started_at) VALUES (?, ?)
 		ON CONFLICT (id) DO UPDATE SET started_at = excluded.started_at`, exercise, nanos(at)); err != nil {
@@ -224,7 +244,7 @@ func (s *Store) RecordAttempt(ctx context.Context, exercise, step string, passed
 
 // Answers returns the exercise's quiz records by question id.
 func (s *Store) Answers(ctx context.Context, exercise string) (map[string]Answer, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT question, choice, correct, ever_correct, attempts, answered_at, first_choice, first_correct FROM answer WHERE exercise = ?`, exercise)
+	rows, err := s.db.QueryContext(ctx, `SELECT question, choice, correct, ever_correct, attempts, answered_at, first_choice, first_correct, wrong FROM answer WHERE exercise = ?`, exercise)
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +254,7 @@ func (s *Store) Answers(ctx context.Context, exercise string) (map[string]Answer
 		var id string
 		var a Answer
 		var at sql.NullInt64
-		if err := rows.Scan(&id, &a.Choice, &a.Correct, &a.EverCorrect, &a.Attempts, &at, &a.FirstChoice, &a.FirstCorrect); err != nil {
+		if err := rows.Scan(&id, &a.Choice, &a.Correct, &a.EverCorrect, &a.Attempts, &at, &a.FirstChoice, &a.FirstCorrect, &a.Wrong); err != nil {
 			return nil, err
 		}
 		a.AnsweredAt = fromNanos(at)
@@ -246,13 +266,14 @@ func (s *Store) Answers(ctx context.Context, exercise string) (map[string]Answer
 // RecordAnswer stores an answer to a question; the first one is kept
 // apart (FirstChoice, FirstCorrect).
 func (s *Store) RecordAnswer(ctx context.Context, exercise, question string, choice int, correct bool, at time.Time) (Answer, error) {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO answer (exercise, question, choice, correct, ever_correct, attempts, answered_at, first_choice, first_correct)
-		VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?)
+	_, err := s.db.ExecContext(ctx, `INSERT INTO answer (exercise, question, choice, correct, ever_correct, attempts, answered_at, first_choice, first_correct, wrong)
+		VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?)
 		ON CONFLICT (exercise, question) DO UPDATE SET
 			choice = excluded.choice, correct = excluded.correct,
 			ever_correct = MAX(answer.ever_correct, excluded.ever_correct),
-			attempts = answer.attempts + 1, answered_at = excluded.answered_at`,
-		exercise, question, choice, correct, correct, nanos(at), choice, correct)
+			attempts = answer.attempts + 1, answered_at = excluded.answered_at,
+			wrong = answer.wrong + excluded.wrong`,
+		exercise, question, choice, correct, correct, nanos(at), choice, correct, wrongOf(correct))
 	if err != nil {
 		return Answer{}, fullErr(err)
 	}
@@ -262,7 +283,7 @@ func (s *Store) RecordAnswer(ctx context.Context, exercise, question string, cho
 
 // StepAnswers returns the exercise's typed answers by step id.
 func (s *Store) StepAnswers(ctx context.Context, exercise string) (map[string]StepAnswer, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT step, value, correct, attempts, answered_at FROM step_answer WHERE exercise = ?`, exercise)
+	rows, err := s.db.QueryContext(ctx, `SELECT step, value, correct, attempts, answered_at, wrong FROM step_answer WHERE exercise = ?`, exercise)
 	if err != nil {
 		return nil, err
 	}
@@ -272,7 +293,7 @@ func (s *Store) StepAnswers(ctx context.Context, exercise string) (map[string]St
 		var id string
 		var a StepAnswer
 		var at sql.NullInt64
-		if err := rows.Scan(&id, &a.Value, &a.Correct, &a.Attempts, &at); err != nil {
+		if err := rows.Scan(&id, &a.Value, &a.Correct, &a.Attempts, &at, &a.Wrong); err != nil {
 			return nil, err
 		}
 		a.AnsweredAt = fromNanos(at)
@@ -284,18 +305,94 @@ func (s *Store) StepAnswers(ctx context.Context, exercise string) (map[string]St
 // RecordStepAnswer stores the value typed for a step. A right answer
 // stays right: a later wrong one does not take a passed answer back.
 func (s *Store) RecordStepAnswer(ctx context.Context, exercise, step, value string, correct bool, at time.Time) (StepAnswer, error) {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO step_answer (exercise, step, value, correct, attempts, answered_at)
-		VALUES (?, ?, ?, ?, 1, ?)
+	_, err := s.db.ExecContext(ctx, `INSERT INTO step_answer (exercise, step, value, correct, attempts, answered_at, wrong)
+		VALUES (?, ?, ?, ?, 1, ?, ?)
 		ON CONFLICT (exercise, step) DO UPDATE SET
 			value = CASE WHEN step_answer.correct THEN step_answer.value ELSE excluded.value END,
 			correct = MAX(step_answer.correct, excluded.correct),
-			attempts = step_answer.attempts + 1, answered_at = excluded.answered_at`,
-		exercise, step, value, correct, nanos(at))
+			attempts = step_answer.attempts + 1, answered_at = excluded.answered_at,
+			wrong = step_answer.wrong + excluded.wrong`,
+		exercise, step, value, correct, nanos(at), wrongOf(correct))
 	if err != nil {
 		return StepAnswer{}, fullErr(err)
 	}
 	m, err := s.StepAnswers(ctx, exercise)
 	return m[step], err
+}
+
+func wrongOf(correct bool) int {
+	if correct {
+		return 0
+	}
+	return 1
+}
+
+// WrongAnswers counts the exercise's wrong answers: quiz choices, typed
+// values and (mystery-pending) causes named that were not right.
+func (s *Store) WrongAnswers(ctx context.Context, exercise string) (int, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT
+		(SELECT COALESCE(SUM(wrong), 0) FROM answer WHERE exercise = ?) +
+		(SELECT COALESCE(SUM(wrong), 0) FROM step_answer WHERE exercise = ?)`, exercise, exercise).Scan(&n)
+	return n, err
+}
+
+// Hints returns, by step id, how many of the step's hints were opened
+// (the solution counts as one more: see RevealHint).
+func (s *Store) Hints(ctx context.Context, exercise string) (map[string]int, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT step, shown FROM hint WHERE exercise = ?`, exercise)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var id string
+		var n int
+		if err := rows.Scan(&id, &n); err != nil {
+			return nil, err
+		}
+		out[id] = n
+	}
+	return out, rows.Err()
+}
+
+// RevealHint opens one more of a step's hints, up to most, and returns how
+// many are open. The lab, not the page, remembers it: what is revealed
+// survives a reload and the dashboard can count it.
+func (s *Store) RevealHint(ctx context.Context, exercise, step string, most int) (int, error) {
+	if most <= 0 {
+		return 0, nil
+	}
+	_, err := s.db.ExecContext(ctx, `INSERT INTO hint (exercise, step, shown) VALUES (?, ?, 1)
+		ON CONFLICT (exercise, step) DO UPDATE SET shown = MIN(hint.shown + 1, ?)`, exercise, step, most)
+	if err != nil {
+		return 0, fullErr(err)
+	}
+	m, err := s.Hints(ctx, exercise)
+	return m[step], err
+}
+
+// Seed returns this lab's own random number, drawn the first time and kept:
+// it orders every question's choices, so one student always sees one
+// order and two students most likely different ones.
+func (s *Store) Seed(ctx context.Context) (uint64, error) {
+	var v int64
+	err := s.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'seed'`).Scan(&v)
+	if err == nil {
+		return uint64(v), nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return 0, err
+	}
+	// INSERT OR IGNORE: a concurrent first call keeps the first seed.
+	if _, err := s.db.ExecContext(ctx, `INSERT OR IGNORE INTO meta (key, value) VALUES ('seed', ?)`, int64(rand.Uint64())); err != nil {
+		return 0, fullErr(err)
+	}
+	if err := s.db.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'seed'`).Scan(&v); err != nil {
+		return 0, err
+	}
+	return uint64(v), nil
 }
 
 // States of an exercise's reset that the store keeps (reset_state). A
@@ -321,11 +418,11 @@ type ResetState struct {
 	At      time.Time `json:"at"`
 }
 
-// clearProgress deletes the step, answer and typed-answer rows of keys.
+// clearProgress deletes the progress rows (progressTables) of keys.
 func clearProgress(ctx context.Context, tx *sql.Tx, keys []string) error {
 	for _, k := range keys {
-		for _, q := range []string{`DELETE FROM step WHERE exercise = ?`, `DELETE FROM answer WHERE exercise = ?`, `DELETE FROM step_answer WHERE exercise = ?`} {
-			if _, err := tx.ExecContext(ctx, q, k); err != nil {
+		for _, t := range progressTables {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM `+t+` WHERE exercise = ?`, k); err != nil {
 				return err
 			}
 		}

@@ -83,3 +83,65 @@ func TestProgressSurvivesReopening(t *testing.T) {
 		t.Errorf("Started of a fresh exercise: %v", err)
 	}
 }
+
+// TestWrongHintsSeed: wrong answers are counted per exercise (quiz and
+// typed), hints are opened one at a time up to the bound and cleared by a
+// restart, and the lab's seed is drawn once and kept across reopening.
+func TestWrongHintsSeed(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "progress.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 4, 1, 10, 0, 0, 0, time.UTC)
+	for _, a := range []struct {
+		q       string
+		correct bool
+	}{{"q1", false}, {"q1", true}, {"q1", false}, {"q2", true}} {
+		if _, err := s.RecordAnswer(ctx, "review", a.q, 0, a.correct, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, ok := range []bool{false, false, true} {
+		if _, err := s.RecordStepAnswer(ctx, "review", "s1", "v", ok, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.RecordAnswer(ctx, "other", "q1", 0, false, t0); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.WrongAnswers(ctx, "review"); err != nil || n != 4 {
+		t.Fatalf("WrongAnswers(review) = %d, %v; want 4", n, err)
+	}
+	for i, want := range []int{1, 2, 2} {
+		if n, err := s.RevealHint(ctx, "review", "s1", 2); err != nil || n != want {
+			t.Fatalf("RevealHint #%d = %d, %v; want %d", i, n, err, want)
+		}
+	}
+	seed, err := s.Seed(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Restart(ctx, "review", t0); err != nil {
+		t.Fatal(err)
+	}
+	if h, _ := s.Hints(ctx, "review"); len(h) != 0 {
+		t.Fatalf("hints after restart: %v", h)
+	}
+	if n, _ := s.WrongAnswers(ctx, "review"); n != 0 {
+		t.Fatalf("wrong answers after restart: %d", n)
+	}
+	s.Close()
+	s, err = Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if again, err := s.Seed(ctx); err != nil || again != seed {
+		t.Fatalf("seed after reopening = %d, %v; want %d", again, err, seed)
+	}
+	if n, _ := s.WrongAnswers(ctx, "other"); n != 1 {
+		t.Fatalf("WrongAnswers(other) = %d, want 1", n)
+	}
+}

@@ -97,6 +97,23 @@ func startClassroom(t *testing.T, students ...string) *classroomPortal {
 }
 
 // call is a student's (or the instructor's) request through the portal.
+// postJSON posts a JSON body with a student's token and wants a 2xx.
+func (p *classroomPortal) postJSON(t *testing.T, path, token, body string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, p.base+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode/100 != 2 {
+		b, _ := io.ReadAll(res.Body)
+		t.Fatalf("POST %s: %s %s", path, res.Status, b)
+	}
+}
+
 func (p *classroomPortal) call(t *testing.T, method, path, token string, out any) {
 	t.Helper()
 	req, _ := http.NewRequest(method, p.base+path, nil)
@@ -154,6 +171,23 @@ func TestClassroomDashboard(t *testing.T) {
 	if got := eval[string](t, b, q("cell-bob-node-init")+".dataset.passed"); got != "0" {
 		t.Errorf("bob's cell shows %s steps passed", got)
 	}
+	// Wrong answers show in the cell: every choice of one question, of
+	// which exactly one is right.
+	var d struct {
+		Quiz []struct {
+			ID      string `json:"id"`
+			Choices []any  `json:"choices"`
+		} `json:"quiz"`
+	}
+	p.call(t, "GET", "/s/alice/api/exercises/node-init", alice, &d)
+	if len(d.Quiz) == 0 {
+		t.Fatal("node-init has no quiz")
+	}
+	for i := range d.Quiz[0].Choices {
+		p.postJSON(t, "/s/alice/api/exercises/node-init/quiz/"+d.Quiz[0].ID, alice, fmt.Sprintf(`{"choice":%d}`, i))
+	}
+	b.waitFor(t, "alice's wrong answers on the dashboard", fmt.Sprintf("%s.dataset.wrong === '%d' && %s !== null",
+		q("cell-alice-node-init"), len(d.Quiz[0].Choices)-1, q("wrong-alice-node-init")), 10*time.Second)
 
 	// A reset for the selected student only.
 	b.click(t, "pick-alice")

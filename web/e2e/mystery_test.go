@@ -74,12 +74,31 @@ func TestMysteryThroughThePage(t *testing.T) {
 	if st := stepStatus(t, b, "name-cause"); st == "passed" {
 		t.Fatalf("name-cause is %s right after the reset", st)
 	}
+	// The strip says what is seen, not the cause's name.
+	b.waitFor(t, "the strip's symptom", q("svc-stuck")+` && !`+q("svc-stuck")+`.hidden && `+q("svc-stuck")+`.dataset.reason === "symptom"`, 30*time.Second)
+	if txt := eval[string](t, b, q("svc-stuck")+`.textContent`); strings.Contains(txt, "Service controller") {
+		t.Errorf("during the challenge the strip names the cause: %q", txt)
+	}
+
+	// A wrong cause: counted, nudged, the cause still hidden, the step open.
+	b.click(t, "mx-cause-iam-deny")
+	b.waitFor(t, "name enabled", `!`+q("mx-name")+`.disabled`, 5*time.Second)
+	b.click(t, "mx-name")
+	b.waitFor(t, "the wrong verdict", q("mx-result")+` !== null && `+q("mx-result")+`.dataset.correct === "false" && `+q("mx-nudge")+` !== null && `+q("mx-misses")+` !== null`, 15*time.Second)
+	if eval[bool](t, b, q("mx-cause")+` !== null`) {
+		t.Fatal("the cause shows after a wrong answer")
+	}
+	if st := stepStatus(t, b, "name-cause"); st == "passed" {
+		t.Fatal("a wrong cause passed name-cause")
+	}
 
 	b.click(t, "mx-cause-no-service-controller")
 	b.waitFor(t, "name enabled", `!`+q("mx-name")+`.disabled`, 5*time.Second)
 	b.click(t, "mx-name")
 	b.waitFor(t, "the verdict", q("mx-result")+` !== null && `+q("mx-result")+`.dataset.correct === "true" && `+q("mx-cause")+` !== null`, 15*time.Second)
 	waitPassed(t, b, "name-cause", 20*time.Second)
+	// Once named, the strip names the reason again.
+	b.waitFor(t, "the strip's reason", q("svc-stuck")+`.dataset.reason === "no-service-controller"`, 15*time.Second)
 
 	// The fix: the Service controller's switch, then a request from the page.
 	sw := "ctrl-switch-service"

@@ -1,7 +1,7 @@
 // Entry point: one store fed by the websocket, region renderers run at most
 // once per animation frame, and the page's actions sent to the REST API.
 
-import { loadStrings, t, setText, setAttr, show } from "./util.js";
+import { loadStrings, t, setText, setAttr, show, challenge } from "./util.js";
 import { createStore, snapshot, apply, addTrace, markAll } from "./store.js";
 import { connect } from "./conn.js";
 import { renderControl } from "./control.js";
@@ -452,7 +452,15 @@ try {
   // ignore
 }
 const konsole = initConsole();
-const exercises = initExercises({ api, fillConsole: konsole.fill });
+const exercises = initExercises({
+  api,
+  fillConsole: konsole.fill,
+  onChallenge: (on) => {
+    if (challenge.on === on) return;
+    challenge.on = on;
+    dirty("flow", "nodeinit", "control");
+  },
+});
 let presenter = params.get("presenter") === "1";
 try {
   presenter = presenter || localStorage.getItem("ccmlab.presenter") === "1";

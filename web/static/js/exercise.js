@@ -1,6 +1,6 @@
 // Exercise panel: the list with a progress badge per exercise, the chosen
-// exercise's steps (body, commands to try, hints on demand, the solution
-// once a hint was opened, an answer box for steps that ask for a value
+// exercise's steps (body, commands to try, hints on demand and then the
+// solution, one request each: the lab sends only what was opened; an answer box for steps that ask for a value
 // read in the lab, the results of "check now", the explanation once
 // passed), its quiz, and "reset". Every verdict comes from the lab's
 // checker: the panel asks /api/exercises when the student acts, and again
@@ -8,7 +8,7 @@
 // itself as it changes, so a step turns green without a click).
 
 import { h, t, setText, setAttr, show } from "./util.js";
-import { initMystery } from "./mystery.js";
+import { initMystery, MYSTERY_ID } from "./mystery.js";
 
 const LANG = document.documentElement.lang === "ja" ? "ja" : "en";
 const PICK_KEY = "ccmlab.exercise";
@@ -25,7 +25,7 @@ const STATUS_TEXT = {
 // initExercises wires the panel. api(method, path, body) is app.js's
 // same-origin fetch (it throws with the lab's error message); fillConsole
 // puts a command into the console's input.
-export function initExercises({ api, fillConsole }) {
+export function initExercises({ api, fillConsole, onChallenge }) {
   const el = {
     panel: document.getElementById("exercises"),
     list: document.getElementById("ex-list"),
@@ -49,7 +49,6 @@ export function initExercises({ api, fillConsole }) {
     chosen: null,
     detail: null,
     reports: {}, // exercise id -> the last CheckReport
-    hints: {}, // "exercise/step" -> how many hints are shown
     drafts: {}, // "exercise/step" -> what is typed in the answer box
     open: new Set(), // "exercise/step" of steps whose <details> is open
     busy: "", // "check", "reset", "quiz", "load"
@@ -71,6 +70,10 @@ export function initExercises({ api, fillConsole }) {
 
   async function loadList() {
     ex.list = await api("GET", q("/api/exercises"));
+    // The diagnosis challenge runs from its reset until the cause is named
+    // (its first step): the rest of the page must not name the cause.
+    const m = ex.list.find((e) => e.id === MYSTERY_ID);
+    if (onChallenge) onChallenge(!!(m && m.available && m.started && m.stepsPassed === 0));
   }
 
   async function loadDetail(id) {
@@ -171,7 +174,6 @@ export function initExercises({ api, fillConsole }) {
       const d = await api("POST", q("/api/exercises/" + encodeURIComponent(id) + "/reset"), mystery.resetBody(id));
       delete ex.reports[id];
       mystery.forget();
-      for (const k of Object.keys(ex.hints)) if (k.startsWith(id + "/")) delete ex.hints[k];
       if (ex.chosen === id) ex.detail = d;
       await loadList();
       setStatus(t("ex.reset.done"));
@@ -211,6 +213,19 @@ export function initExercises({ api, fillConsole }) {
       }
       render();
     }, 150);
+  }
+
+  // hint opens the next hint of a step, or its solution once every hint
+  // is open; the lab answers with the exercise as it now shows it.
+  async function hint(step) {
+    const id = ex.chosen;
+    await run("hint", async () => {
+      const d = await api("POST", q("/api/exercises/" + encodeURIComponent(id) + "/steps/" + encodeURIComponent(step) + "/hint"));
+      if (ex.chosen === id) ex.detail = d;
+      if (d.steps.some((s) => s.id === step && !s.solutionHidden)) ex.open.add(id + "/" + step + "/solution");
+    });
+    const list = el.steps.querySelector(`[data-step="${CSS.escape(step)}"] .ex-hints li:last-child`);
+    if (list) list.scrollIntoView({ block: "nearest" });
   }
 
   function answer(qid, choice) {
@@ -361,26 +376,36 @@ export function initExercises({ api, fillConsole }) {
       );
     }
     if (active && s.hints.length) {
-      const n = Math.min(ex.hints[key] || 0, s.hints.length);
-      if (n > 0) {
-        parts.push(h("div", { class: "ex-hints", "data-testid": "ex-hints-" + s.id }, h("strong", { text: t("ex.hints") }), h("ul", null, s.hints.slice(0, n).map((x) => h("li", { text: x })))));
-      }
-      if (n < s.hints.length) {
-        parts.push(
-          h("button", {
-            type: "button",
-            class: "linklike",
-            "data-action": "ex-hint",
-            "data-key": key,
-            "data-testid": "ex-hint-" + s.id,
-            text: t("ex.hint", { n: n + 1, m: s.hints.length }),
-          }),
-        );
-      }
+      parts.push(h("div", { class: "ex-hints", "data-testid": "ex-hints-" + s.id }, h("strong", { text: t("ex.hints") }), h("ul", null, s.hints.map((x) => h("li", { text: x })))));
+    }
+    if (active && s.hints.length < s.hintCount) {
+      parts.push(
+        h("button", {
+          type: "button",
+          class: "linklike",
+          "data-action": "ex-hint",
+          "data-step": s.id,
+          disabled: !!ex.busy,
+          "data-testid": "ex-hint-" + s.id,
+          text: t("ex.hint", { n: s.hints.length + 1, m: s.hintCount }),
+        }),
+      );
+    } else if (active && s.solutionHidden) {
+      // The solution comes last, on its own request, after every hint.
+      parts.push(
+        h("button", {
+          type: "button",
+          class: "linklike",
+          "data-action": "ex-hint",
+          "data-step": s.id,
+          disabled: !!ex.busy,
+          "data-testid": "ex-show-solution-" + s.id,
+          text: t("ex.solution.show"),
+        }),
+      );
     }
     if (active && s.answer) parts.push(answerBox(key, s));
-    // The solution is there once the student asked for a hint.
-    if (active && s.solution && s.solution.length && ((ex.hints[key] || 0) > 0 || !s.hints.length)) {
+    if (active && s.solution && s.solution.length) {
       const det = h(
         "details",
         { class: "ex-solution", "data-key": key + "/solution", "data-testid": "ex-solution-" + s.id },
@@ -514,14 +539,9 @@ export function initExercises({ api, fillConsole }) {
       case "ex-reset":
         reset();
         break;
-      case "ex-hint": {
-        const key = b.getAttribute("data-key");
-        ex.hints[key] = (ex.hints[key] || 0) + 1;
-        render();
-        const list = el.steps.querySelector(`[data-step="${CSS.escape(key.split("/")[1])}"] .ex-hints li:last-child`);
-        if (list) list.scrollIntoView({ block: "nearest" });
+      case "ex-hint":
+        hint(b.getAttribute("data-step"));
         break;
-      }
       case "ex-cmd":
         fillConsole(b.getAttribute("data-line"));
         break;

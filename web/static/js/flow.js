@@ -1,7 +1,7 @@
 // The six-step strip of a chosen LoadBalancer Service, its diagram, why it
 // is stuck, and the last request sent through its load balancer.
 
-import { h, t, setText, setAttr, show, traceError, hopText } from "./util.js";
+import { h, t, setText, setAttr, show, traceError, hopText, challenge } from "./util.js";
 import { createDiagram, updateControl, playStep, playTrace, resetTrace } from "./diagram.js";
 
 const STATUS_GLYPH = { done: "✓", current: "▶", stuck: "⚠", pending: "○" };
@@ -155,17 +155,20 @@ function stuckDetail(stuck) {
 // controller's or the cloud's own message as detail.
 export function renderStuck(box, stuck) {
   show(box, !!stuck);
-  const detail = stuck ? stuckDetail(stuck) : "";
-  const sig = stuck ? stuck.reason + "\n" + detail : "";
+  // During the diagnosis challenge the reason would name the hidden cause:
+  // the box says what is seen instead, and leaves the details out.
+  const masked = challenge.on;
+  const detail = stuck && !masked ? stuckDetail(stuck) : "";
+  const sig = stuck ? (masked ? "symptom:" : "") + stuck.reason + "\n" + detail : "";
   if (box._sig === sig) return;
   box._sig = sig;
-  setAttr(box, "data-reason", stuck ? stuck.reason : null);
+  setAttr(box, "data-reason", stuck ? (masked ? "symptom" : stuck.reason) : null);
   if (!stuck) {
     box.replaceChildren();
     return;
   }
-  const key = "reason." + stuck.reason;
-  const plain = t(key) === key ? t("reason.unknown") : t(key);
+  const key = (masked ? "symptom." : "reason.") + stuck.reason;
+  const plain = t(key) === key ? t(masked ? "symptom.unknown" : "reason.unknown") : t(key);
   box.replaceChildren(
     h("strong", { class: "stuck-title", text: "⚠ " + t("stuck.title") }),
     h("p", { class: "stuck-reason", "data-testid": "stuck-reason", text: plain }),

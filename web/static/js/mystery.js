@@ -1,6 +1,7 @@
 // Diagnosis challenge box (mystery-pending) in the exercise panel: the
 // Service to diagnose, the causes to choose from, "name it" (only the
-// first answer counts; the real cause shows after it), and, for the
+// right cause ends the diagnosis; a wrong one is counted and answered
+// with a nudge toward the evidence; the cause shows once named), and, for the
 // instructor, which cause the next reset plants. The hidden cause is never
 // in the page before it is named: the lab does not send it.
 
@@ -54,16 +55,20 @@ export function initMystery({ api, q, host, reload, status }) {
     }
     box.hidden = false;
     const kids = [h("h4", { text: t("mx.title") }), h("p", { "data-testid": "mx-service", text: t("mx.service", { svc: d.service }) })];
+    const answer = d.answer ? d.causes.find((c) => c.id === d.answer) : null;
+    const verdict = () =>
+      h("p", { class: "ex-q-result " + (d.correct ? "ok" : "bad"), role: "status", "data-testid": "mx-result", "data-correct": d.correct ? "true" : "false",
+        text: (d.correct ? t("mx.named.right") : t("mx.named.wrong")) + " " + t("mx.answer", { c: answer ? label(answer) : d.answer }) });
+    if (d.misses) kids.push(h("p", { class: "hint", "data-testid": "mx-misses", text: t("mx.misses", { n: d.misses }) }));
     if (d.named) {
-      const answer = d.causes.find((c) => c.id === d.answer);
       const cause = d.causes.find((c) => c.id === d.cause);
       kids.push(
-        h("p", { class: "ex-q-result " + (d.correct ? "ok" : "bad"), role: "status", "data-testid": "mx-result", "data-correct": d.correct ? "true" : "false",
-          text: (d.correct ? t("mx.named.right") : t("mx.named.wrong")) + " " + t("mx.answer", { c: answer ? label(answer) : d.answer }) }),
+        verdict(),
         h("p", { "data-testid": "mx-cause", text: t("mx.cause", { c: cause ? label(cause) : d.cause || "?" }) }),
         h("p", { class: "ex-body", text: d.why || "" }),
       );
     } else {
+      if (d.answer) kids.push(verdict(), h("p", { class: "ex-body", "data-testid": "mx-nudge", text: t("mx.nudge", { text: d.nudge || "" }) }));
       kids.push(
         h("p", { class: "hint", text: t("mx.pick") }),
         h(

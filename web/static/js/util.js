@@ -5,6 +5,12 @@ const SVG_NS = "http://www.w3.org/2000/svg"; // an XML namespace name, not a URL
 let strings = {};
 
 // loadStrings reads the catalog the server put into the page (web/strings.go).
+// challenge is on while the diagnosis challenge runs (mystery-pending
+// reset, its cause not named yet): the strips and the controller panel
+// then say what is seen, not which cause is behind it (exercise.js sets
+// it from the lab's exercise list).
+export const challenge = { on: false };
+
 export function loadStrings() {
   const el = document.getElementById("ccmlab-strings");
   strings = el ? JSON.parse(el.textContent) : {};
