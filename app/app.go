@@ -30,7 +30,6 @@ import (
 	"github.com/ccmlab/ccmlab/internal/datafs"
 	"github.com/ccmlab/ccmlab/internal/podlog"
 	"github.com/ccmlab/ccmlab/lab/awsapi"
-	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/controlplane"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
 	"github.com/ccmlab/ccmlab/lab/flow"
@@ -459,38 +458,16 @@ func (p publisher) flowChange(c flow.Change) {
 // by design, so only joining is awaited.
 func (a *App) waitNodesInitialized(ctx context.Context, l *lab, begin time.Time) {
 	nodeCtrl := slices.Contains(a.cfg.Controllers, profile.Node)
-	deadline := time.After(90 * time.Second)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		running := 0
-		for _, inst := range l.sim.Cloud.Snapshot().Instances {
-			if inst.State == cloud.InstanceRunning {
-				running++
-			}
+	done, running, ok := l.sim.WaitNodesInitialized(ctx, nodeCtrl, 90*time.Second)
+	switch {
+	case ok:
+		stage := "nodes joined"
+		if nodeCtrl {
+			stage = "nodes initialized"
 		}
-		done := 0
-		for _, n := range l.sim.Observer.Snapshot().Nodes {
-			if n.Ready == "True" && (!nodeCtrl || (n.ProviderID != "" && !n.Tainted())) {
-				done++
-			}
-		}
-		if done >= running {
-			stage := "nodes joined"
-			if nodeCtrl {
-				stage = "nodes initialized"
-			}
-			a.cfg.Progress(fmt.Sprintf("%s (%d)", stage, done), time.Since(begin))
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-deadline:
-			a.cfg.Progress(fmt.Sprintf("nodes: only %d of %d ready, going on", done, running), time.Since(begin))
-			return
-		case <-tick.C:
-		}
+		a.cfg.Progress(fmt.Sprintf("%s (%d)", stage, done), time.Since(begin))
+	case ctx.Err() == nil:
+		a.cfg.Progress(fmt.Sprintf("nodes: only %d of %d ready, going on", done, running), time.Since(begin))
 	}
 }
 

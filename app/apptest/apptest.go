@@ -7,6 +7,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -91,6 +92,11 @@ func start(env *cptest.Env, cfg sim.Config, built func(*sim.Sim) error) (*Lab, e
 			return s.Manager.Identity() != "", nil
 		}); err != nil {
 			return nil, fmt.Errorf("apptest: waiting for the CCM's Pod to lead: %w", err)
+		}
+		// And once the nodes are initialized, as the binary says it is
+		// ready only then (app.waitNodesInitialized).
+		if done, running, ok := s.WaitNodesInitialized(gctx, slices.Contains(cfg.Controllers, profile.Node), 90*time.Second); !ok {
+			return nil, fmt.Errorf("apptest: only %d of %d nodes initialized", done, running)
 		}
 	}
 	return l, nil
