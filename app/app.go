@@ -62,6 +62,10 @@ type Config struct {
 	// names the lab answers to (--allow-host); any other Host is refused.
 	Listen       string
 	AllowedHosts []string
+	// Addr is the host:port a student reaches the lab at (the bound
+	// listener, as cmd/ccmlab knows it); the exercises' commands name it.
+	// Default: localhost:8080, what the exercises are written with.
+	Addr string
 	// AWSListen is the loopback address of the simulated cloud's AWS API
 	// (lab/awsapi); default "127.0.0.1:0", a free port, written to
 	// <data-dir>/aws.env.
@@ -403,7 +407,7 @@ func (a *App) build(ctx, gctx context.Context, g *errgroup.Group, cl cluster, l 
 	}
 	ex, err := exercises.New(exercises.Config{
 		Env:   check.Env{Client: s.Client, Cloud: s.Cloud, Flow: s.Observer, Controllers: s.Manager, Dataplane: s.Dataplane, Profile: a.cfg.Profile, History: s.History},
-		Store: l.store, Nodes: a.cfg.Nodes, Logger: a.cfg.Logger.With("component", "exercises"),
+		Store: l.store, Nodes: a.cfg.Nodes, Logger: a.cfg.Logger.With("component", "exercises"), Addr: a.cfg.Addr,
 		// A step passed by the automatic check turns green on the page.
 		OnProgress: func(id string) { pub.publish(stream.Exercise{Exercise: id}) },
 	})

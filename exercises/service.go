@@ -58,6 +58,24 @@ type Config struct {
 	// AutoCheckDelay is how long Run waits after the lab changed before
 	// checking (changes in that time are checked together). Default 300ms.
 	AutoCheckDelay time.Duration
+	// Addr is the host:port the lab's API answers on, as a student types
+	// it (`curl -s <Addr>/api/...`). The exercises are written for the
+	// default, localhost:8080; commands shown are rewritten to Addr.
+	// Default "localhost:8080".
+	Addr string
+}
+
+// defaultAddr is the lab's address the exercises' commands are written with.
+const defaultAddr = "localhost:8080"
+
+// onThisLab rewrites a command written for the default address to the
+// lab's own, so a lab started with --listen 127.0.0.1:9090 shows commands
+// that reach it.
+func (s *Service) onThisLab(cmd string) string {
+	if s.cfg.Addr == defaultAddr {
+		return cmd
+	}
+	return strings.ReplaceAll(cmd, defaultAddr+"/", s.cfg.Addr+"/")
 }
 
 // Service is the exercises as the server sees them. All methods are safe
@@ -116,6 +134,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.AutoCheckDelay <= 0 {
 		cfg.AutoCheckDelay = 300 * time.Millisecond
+	}
+	if cfg.Addr == "" {
+		cfg.Addr = defaultAddr
 	}
 	all, err := format.LoadAll()
 	if err != nil {
@@ -453,7 +474,8 @@ func (s *Service) Get(ctx context.Context, id, lang string) (Detail, error) {
 				if c.Do != nil {
 					v.Solution = append(v.Solution, SolutionView{Action: c.Do.In(i18n.Lang(lang))})
 				} else {
-					v.Solution = append(v.Solution, SolutionView{Command: c.Cmd, Console: s.console(c.Cmd)})
+					line := s.onThisLab(c.Cmd)
+					v.Solution = append(v.Solution, SolutionView{Command: line, Console: s.console(line)})
 				}
 			}
 		} else {
@@ -464,7 +486,8 @@ func (s *Service) Get(ctx context.Context, id, lang string) (Detail, error) {
 			v.Answer = &AnswerView{Prompt: st.Answer.Prompt.In(i18n.Lang(lang)), Value: a.Value, Correct: a.Correct, Attempts: a.Attempts}
 		}
 		for _, c := range st.Commands {
-			v.Commands = append(v.Commands, CommandView{Line: c, Console: s.console(c)})
+			line := s.onThisLab(c)
+			v.Commands = append(v.Commands, CommandView{Line: line, Console: s.console(line)})
 		}
 		for _, h := range st.Hints[:min(shown, len(st.Hints))] {
 			v.Hints = append(v.Hints, h.In(i18n.Lang(lang)))

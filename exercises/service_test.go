@@ -328,3 +328,19 @@ func mustLoad(t *testing.T) []*format.Exercise {
 	}
 	return all
 }
+
+func TestCommandsNameTheLabsAddress(t *testing.T) {
+	for _, tc := range []struct{ addr, in, want string }{
+		{"localhost:8080", "curl -s localhost:8080/api/cloud/calls", "curl -s localhost:8080/api/cloud/calls"},
+		{"localhost:9090", "curl -s localhost:8080/api/cloud/calls | jq .", "curl -s localhost:9090/api/cloud/calls | jq ."},
+		{"10.1.2.3:8080", "curl -XPUT localhost:8080/api/cloud/faults -d '{}'", "curl -XPUT 10.1.2.3:8080/api/cloud/faults -d '{}'"},
+		{"localhost:9090", "kubectl get svc", "kubectl get svc"},
+	} {
+		t.Run(tc.addr, func(t *testing.T) {
+			s := &Service{cfg: Config{Addr: tc.addr}}
+			if got := s.onThisLab(tc.in); got != tc.want {
+				t.Errorf("onThisLab(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"strings"
 	"time"
@@ -191,6 +192,7 @@ func serve(ctx context.Context, o *serveOptions, out io.Writer) error {
 		return err
 	}
 	cfg := o.appConfig()
+	cfg.Addr = studentAddr(ln.Addr())
 	cfg.Logger = logger
 	cfg.Progress = func(stage string, elapsed time.Duration) {
 		fmt.Fprintf(out, "  %-20s ready after %s\n", stage, elapsed.Round(10*time.Millisecond))
@@ -235,4 +237,18 @@ func serve(ctx context.Context, o *serveOptions, out io.Writer) error {
 		return fmt.Errorf("web server: %w", serveErr)
 	}
 	return err
+}
+
+// studentAddr is the host:port the exercises' commands use to reach the
+// lab: localhost for a loopback or any-address listener (what a student on
+// the machine types), the address itself otherwise.
+func studentAddr(a net.Addr) string {
+	ap, err := netip.ParseAddrPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	if ap.Addr().IsLoopback() || ap.Addr().IsUnspecified() {
+		return fmt.Sprintf("localhost:%d", ap.Port())
+	}
+	return ap.String()
 }
