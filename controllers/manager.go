@@ -19,16 +19,16 @@ import (
 	controllersmetrics "k8s.io/component-base/metrics/prometheus/controllers"
 	"k8s.io/utils/clock"
 
-	"github.com/ccmlab/ccmlab/controllers/lbc"
 	"github.com/ccmlab/ccmlab/controllers/provider"
 	"github.com/ccmlab/ccmlab/internal/pubsub"
+	"github.com/ccmlab/ccmlab/lab/ccmnames"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/profile"
 )
 
 // AddonLBC is the name of the load-balancer-controller add-on (package lbc)
 // in Config.Addons, Status and Enable/Disable.
-const AddonLBC = "lbc"
+const AddonLBC = ccmnames.AddonLBC
 
 // Errors of Enable and Disable, for the server to map to HTTP statuses.
 var (
@@ -300,12 +300,7 @@ func (m *Manager) Controllers() []string { return slices.Clone(m.names) }
 
 // Caller is the name under which controller name's cloud calls appear in
 // the call log: "<name>-controller", and "load-balancer-controller" for lbc.
-func Caller(name string) string {
-	if name == AddonLBC {
-		return lbc.Caller
-	}
-	return name + "-controller"
-}
+func Caller(name string) string { return ccmnames.Caller(name) }
 
 // Run starts the enabled controllers and keeps the manager live until ctx
 // ends; then it switches every controller off and returns nil. It returns

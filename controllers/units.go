@@ -26,6 +26,7 @@ import (
 
 	"github.com/ccmlab/ccmlab/controllers/lbc"
 	"github.com/ccmlab/ccmlab/lab/awsapi"
+	"github.com/ccmlab/ccmlab/lab/ccmnames"
 	"github.com/ccmlab/ccmlab/lab/profile"
 )
 
@@ -139,11 +140,9 @@ func waitFor(ch <-chan struct{}, timeout time.Duration) bool {
 	}
 }
 
-// FieldManager is how the apiserver names every CCM controller's writes in
-// metadata.managedFields: the user agent up to its first "/". Upstream
-// does the same (all of a cloud-controller-manager's controllers write as
-// "cloud-controller-manager"); the controller's name follows the "/".
-const FieldManager = "ccmlab-cloud-controller-manager"
+// FieldManager is how the apiserver names every CCM controller's writes
+// (ccmnames.FieldManager).
+const FieldManager = ccmnames.FieldManager
 
 // clientFor builds the instance's own client, its requests passing through
 // g; unlimited skips the client-side rate limit. Without a RestConfig the

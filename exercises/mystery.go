@@ -16,11 +16,10 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/utils/ptr"
 
-	"github.com/ccmlab/ccmlab/controllers"
-	"github.com/ccmlab/ccmlab/controllers/lbc"
 	"github.com/ccmlab/ccmlab/exercises/format"
 	"github.com/ccmlab/ccmlab/internal/i18n"
 	"github.com/ccmlab/ccmlab/internal/kube"
+	"github.com/ccmlab/ccmlab/lab/ccmnames"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/profile"
 )
@@ -306,9 +305,9 @@ func (s *Service) plantMystery(ctx context.Context, causeID string) error {
 	case CauseNoServiceController:
 		err = env.Controllers.Disable(profile.Service)
 	case CauseClassUnhandled:
-		class = ptr.To(lbc.LoadBalancerClass)
-		if _, ok := env.Controllers.Status()[controllers.AddonLBC]; ok {
-			err = env.Controllers.Disable(controllers.AddonLBC)
+		class = ptr.To(ccmnames.LBCClass)
+		if _, ok := env.Controllers.Status()[ccmnames.AddonLBC]; ok {
+			err = env.Controllers.Disable(ccmnames.AddonLBC)
 		}
 	case CauseIAMDeny:
 		err = env.Cloud.SetFaults(cloud.Faults{Deny: []string{cloud.ActionCreateLoadBalancer}, Latency: env.Cloud.Faults().Latency})

@@ -16,12 +16,10 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
-	"github.com/ccmlab/ccmlab/controllers"
-	"github.com/ccmlab/ccmlab/controllers/lbc"
-	"github.com/ccmlab/ccmlab/controllers/provider"
 	"github.com/ccmlab/ccmlab/exercises/format"
 	"github.com/ccmlab/ccmlab/exercises/progress"
 	"github.com/ccmlab/ccmlab/internal/kube"
+	"github.com/ccmlab/ccmlab/lab/ccmnames"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/flow"
 	"github.com/ccmlab/ccmlab/lab/kubelet"
@@ -284,7 +282,7 @@ func (s *Service) desiredSwitches(ex *format.Exercise) map[string]bool {
 	for name := range s.cfg.Env.Controllers.Status() {
 		on, ok := ex.Setup.Controllers[name]
 		if !ok {
-			on = name == controllers.AddonLBC || slices.Contains(s.cfg.Env.Profile.DefaultOn, name)
+			on = name == ccmnames.AddonLBC || slices.Contains(s.cfg.Env.Profile.DefaultOn, name)
 		}
 		want[name] = on
 	}
@@ -353,8 +351,8 @@ func (s *Service) deleteObjects(ctx context.Context, refs []format.ObjectRef) er
 					return fmt.Errorf("switching the Service controller on to delete %s: %w", ref.Name, err)
 				}
 			}
-			if slices.Contains(svc.Finalizers, lbc.Finalizer) && !status[controllers.AddonLBC] {
-				if err := s.cfg.Env.Controllers.Enable(controllers.AddonLBC); err != nil {
+			if slices.Contains(svc.Finalizers, ccmnames.LBCFinalizer) && !status[ccmnames.AddonLBC] {
+				if err := s.cfg.Env.Controllers.Enable(ccmnames.AddonLBC); err != nil {
 					return fmt.Errorf("switching the lbc add-on on to delete %s: %w", ref.Name, err)
 				}
 			}
@@ -555,7 +553,7 @@ func (s *Service) deleteOrphanedLoadBalancers(ctx context.Context, refs []format
 		return nil
 	}
 	for _, lb := range s.cfg.Env.Cloud.Snapshot().LoadBalancers {
-		if !tags[lb.Tags[provider.TagServiceName]] && !tags[lb.Tags[lbc.TagStack]] {
+		if !tags[lb.Tags[cloud.ServiceTag]] && !tags[lb.Tags[cloud.StackTag]] {
 			continue
 		}
 		if err := s.cfg.Env.Cloud.DeleteLoadBalancer(cloud.WithCaller(ctx, ResetCaller), lb.Name); err != nil && !cloud.IsCode(err, cloud.ErrLBNotFound) {

@@ -28,17 +28,18 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	servicehelper "k8s.io/cloud-provider/service/helpers"
 
+	"github.com/ccmlab/ccmlab/lab/ccmnames"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 )
 
 // Names the controller works with.
 const (
 	// LoadBalancerClass selects the Services this controller owns.
-	LoadBalancerClass = "service.k8s.aws/nlb"
+	LoadBalancerClass = ccmnames.LBCClass
 	// Finalizer keeps a Service until its load balancer is deleted.
-	Finalizer = "service.k8s.aws/resources"
+	Finalizer = ccmnames.LBCFinalizer
 	// Caller is how cloud calls made by this controller are logged.
-	Caller = "load-balancer-controller"
+	Caller = ccmnames.LBCCaller
 	// Component is the source of its events. The "ccmlab-" prefix marks
 	// them as the lab's imitation, not the real controller's.
 	Component = "ccmlab-load-balancer-controller"
@@ -49,7 +50,7 @@ const (
 	// AnnotationType "external" (or the older "nlb-ip") hands a Service
 	// without a class to this controller; cloud-provider-aws's Service
 	// controller then leaves it alone (ImplementedElsewhere).
-	AnnotationType = "service.beta.kubernetes.io/aws-load-balancer-type"
+	AnnotationType = ccmnames.AnnotationLBType
 	// AnnotationTargetType is "instance" (the default) or "ip".
 	AnnotationTargetType = "service.beta.kubernetes.io/aws-load-balancer-nlb-target-type"
 	// AnnotationScheme is "internal" or "internet-facing" (the lab's
@@ -59,10 +60,7 @@ const (
 
 // IsExternal reports whether the annotations hand a Service to the load
 // balancer controller (aws-load-balancer-type external or nlb-ip).
-func IsExternal(annotations map[string]string) bool {
-	v := annotations[AnnotationType]
-	return v == "external" || v == "nlb-ip"
-}
+func IsExternal(annotations map[string]string) bool { return ccmnames.LBCExternal(annotations) }
 
 // TargetType is the target type a Service asks for: ip with
 // nlb-target-type ip (or type nlb-ip), instance otherwise, which is the

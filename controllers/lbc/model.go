@@ -12,6 +12,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/ccmlab/ccmlab/lab/ccmnames"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 )
 
@@ -56,10 +57,7 @@ func Scheme(svc *v1.Service) string {
 
 // LoadBalancerName is "k8s-<namespace>-<name>-<hash>" cut to ELB's 32
 // characters: readable in the cloud view, unique through a hash of the UID.
-func LoadBalancerName(svc *v1.Service) string {
-	sum := sha256.Sum256([]byte(string(svc.UID) + "/" + svc.Namespace + "/" + svc.Name))
-	return "k8s-" + cut(svc.Namespace, 8) + "-" + cut(svc.Name, 8) + "-" + hex.EncodeToString(sum[:])[:10]
-}
+func LoadBalancerName(svc *v1.Service) string { return ccmnames.LBCLoadBalancerName(svc) }
 
 func cut(s string, n int) string {
 	if len(s) > n {

@@ -9,8 +9,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/ccmlab/ccmlab/controllers"
 	"github.com/ccmlab/ccmlab/exercises/format"
+	"github.com/ccmlab/ccmlab/lab/ccmnames"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
 	"github.com/ccmlab/ccmlab/lab/history"
@@ -146,7 +146,7 @@ func answerTaintRemover(_ context.Context, e *evalCtx, _ format.AnswerSpec) ([]s
 	}
 	// The controller is named too: "node-controller" is what a student
 	// reads in the user agent and the call log.
-	if slices.Contains(out, controllers.FieldManager) {
+	if slices.Contains(out, ccmnames.FieldManager) {
 		out = append(out, "cloud-controller-manager", "node-controller")
 	}
 	return out, Outcome{}

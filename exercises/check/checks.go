@@ -18,9 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	cloudprovider "k8s.io/cloud-provider"
 
-	"github.com/ccmlab/ccmlab/controllers/lbc"
 	"github.com/ccmlab/ccmlab/exercises/format"
 	"github.com/ccmlab/ccmlab/internal/i18n"
+	"github.com/ccmlab/ccmlab/lab/ccmnames"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
 	"github.com/ccmlab/ccmlab/lab/dataplane/tracetext"
@@ -379,9 +379,9 @@ func (e *evalCtx) service(ctx context.Context, name string) (*corev1.Service, Ou
 
 // lbName is the name of the load balancer the Service's owner gives it.
 func lbName(svc *corev1.Service) string {
-	if svc.Spec.LoadBalancerClass != nil && *svc.Spec.LoadBalancerClass == lbc.LoadBalancerClass ||
-		svc.Spec.LoadBalancerClass == nil && lbc.IsExternal(svc.Annotations) {
-		return lbc.LoadBalancerName(svc)
+	if svc.Spec.LoadBalancerClass != nil && *svc.Spec.LoadBalancerClass == ccmnames.LBCClass ||
+		svc.Spec.LoadBalancerClass == nil && ccmnames.LBCExternal(svc.Annotations) {
+		return ccmnames.LBCLoadBalancerName(svc)
 	}
 	return cloudprovider.DefaultLoadBalancerName(svc)
 }

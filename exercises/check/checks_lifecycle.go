@@ -13,10 +13,9 @@ import (
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	servicehelper "k8s.io/cloud-provider/service/helpers"
 
-	"github.com/ccmlab/ccmlab/controllers"
-	"github.com/ccmlab/ccmlab/controllers/provider"
 	"github.com/ccmlab/ccmlab/exercises/format"
 	"github.com/ccmlab/ccmlab/internal/kube"
+	"github.com/ccmlab/ccmlab/lab/ccmnames"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/history"
 )
@@ -105,11 +104,11 @@ func evalServiceGone(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcom
 	}
 	tag := format.Namespace + "/" + c.Name
 	for _, lb := range e.env.Cloud.Snapshot().LoadBalancers {
-		if lb.Tags[provider.TagServiceName] == tag {
+		if lb.Tags[cloud.ServiceTag] == tag {
 			return failf("Service %s は消えましたが、ロードバランサー %s がクラウドに残っています。", "Service %s is gone but load balancer %s is still in the cloud.", c.Name, lb.Name)
 		}
 	}
-	caller := controllers.Caller("service")
+	caller := ccmnames.Caller("service")
 	for _, call := range calls(e.hist) {
 		if call.Action == cloud.ActionDeleteLoadBalancer && call.Caller == caller && call.Error == "" {
 			return passf("%s がロードバランサーを削除し (コールログ #%d)、Service %s も消えました",
@@ -211,7 +210,7 @@ func evalThrottle(_ context.Context, e *evalCtx, c format.CheckSpec) Outcome {
 const retryGap = 4 * time.Second
 
 func evalThrottleRetried(_ context.Context, e *evalCtx, _ format.CheckSpec) Outcome {
-	caller := controllers.Caller("service")
+	caller := ccmnames.Caller("service")
 	calls := calls(e.hist)
 	for i, t := range calls {
 		if !cloud.IsThrottleCode(t.ErrorCode) || t.Caller != caller {

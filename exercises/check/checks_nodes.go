@@ -13,12 +13,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 
-	"github.com/ccmlab/ccmlab/controllers/provider"
 	"github.com/ccmlab/ccmlab/exercises/format"
 	"github.com/ccmlab/ccmlab/internal/kube"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/flow"
 	"github.com/ccmlab/ccmlab/lab/history"
+	"github.com/ccmlab/ccmlab/lab/profile"
 )
 
 // Checks of the cluster side: Nodes and their initialization, Pods, and
@@ -47,7 +47,7 @@ func (e *evalCtx) providerIDProblem(n *corev1.Node) (string, string) {
 	if !ok {
 		return "対応する VM がクラウドにありません", "no instance in the cloud has this name"
 	}
-	want := e.env.Profile.ProviderID(provider.Machine(inst))
+	want := e.env.Profile.ProviderID(profile.Machine{Zone: inst.Zone, InstanceID: inst.ID, NodeName: inst.PrivateDNSName})
 	if n.Spec.ProviderID != want {
 		if n.Spec.ProviderID == "" {
 			return fmt.Sprintf("spec.providerID が空です (%s になるはず)", want), fmt.Sprintf("spec.providerID is empty (should become %s)", want)

@@ -10,10 +10,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/ccmlab/ccmlab/controllers"
 	"github.com/ccmlab/ccmlab/exercises/format"
 	"github.com/ccmlab/ccmlab/internal/i18n"
 	"github.com/ccmlab/ccmlab/internal/kube"
+	"github.com/ccmlab/ccmlab/lab/ccmnames"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
 	"github.com/ccmlab/ccmlab/lab/flow"
 	"github.com/ccmlab/ccmlab/lab/history"
@@ -29,7 +29,7 @@ const ManagerKubelet = "kubelet"
 
 // Who did it, for the "by" parameter.
 const (
-	ByCCM     = "ccm"     // the CCM's controllers (controllers.FieldManager)
+	ByCCM     = "ccm"     // the CCM's controllers (ccmnames.FieldManager)
 	ByKubelet = "kubelet" // a kubelet
 	ByKubectl = "kubectl" // kubectl (kubectl-create, kubectl-taint, ...)
 	ByNotCCM  = "notccm"  // anyone but the CCM, including no nameable writer
@@ -95,13 +95,13 @@ func byMatches(by string, managers []string) bool {
 	case "":
 		return true
 	case ByCCM:
-		return slices.Contains(managers, controllers.FieldManager)
+		return slices.Contains(managers, ccmnames.FieldManager)
 	case ByKubelet:
 		return slices.Contains(managers, ManagerKubelet)
 	case ByKubectl:
 		return slices.ContainsFunc(managers, func(m string) bool { return strings.HasPrefix(m, "kubectl") })
 	case ByNotCCM:
-		return !slices.Contains(managers, controllers.FieldManager)
+		return !slices.Contains(managers, ccmnames.FieldManager)
 	}
 	return false
 }

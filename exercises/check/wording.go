@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ccmlab/ccmlab/controllers"
 	"github.com/ccmlab/ccmlab/internal/i18n"
+	"github.com/ccmlab/ccmlab/lab/ccmnames"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
 )
 
@@ -98,7 +98,7 @@ func whoWrote(managers []string) i18n.Text {
 	var ja, en []string
 	for _, m := range managers {
 		switch {
-		case m == controllers.FieldManager:
+		case m == ccmnames.FieldManager:
 			ja, en = append(ja, "CCM ("+m+")"), append(en, "the CCM ("+m+")")
 		case m == ManagerKubelet:
 			ja, en = append(ja, "kubelet"), append(en, "a kubelet")

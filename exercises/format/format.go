@@ -13,8 +13,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/ccmlab/ccmlab/controllers"
 	"github.com/ccmlab/ccmlab/internal/i18n"
+	"github.com/ccmlab/ccmlab/lab/ccmnames"
 	"github.com/ccmlab/ccmlab/lab/profile"
 )
 
@@ -197,7 +197,7 @@ type CheckSpec struct {
 // Switches are the names setup.requires and setup.controllers accept, and
 // the ones the lab's controller switches report: the CCM controllers and
 // the add-ons.
-func Switches() []string { return append(profile.AllControllers(), controllers.AddonLBC) }
+func Switches() []string { return append(profile.AllControllers(), ccmnames.AddonLBC) }
 
 // validID: lower-case letters and digits in words joined by single dashes.
 func validID(id string) bool {
