@@ -165,7 +165,6 @@ func convergedAWS(ctx context.Context, client kubernetes.Interface, lab *Lab, n 
 type awsBill struct {
 	mu    sync.Mutex
 	cur   billPhase
-	done  chan struct{}
 	cloud *cloud.Cloud
 }
 
