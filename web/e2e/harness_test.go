@@ -31,6 +31,14 @@ import (
 	"github.com/ccmlab/ccmlab/web"
 )
 
+// switchWait bounds how long a test waits for a switch to show its new
+// state. A switch rolls the CCM's DaemonSet Pod (a new Pod, a new process,
+// a new leader): a fraction of a second on a quiet machine, but twice more
+// than 15 s in a full CI run on 2 cores, with no controller slow to stop in
+// the lab's log. The test waits on the condition, so the bound costs
+// nothing when it is met early.
+const switchWait = 60 * time.Second
+
 var (
 	repoRoot string
 	binPath  string // the ccmlab binary; "" when it could not be built

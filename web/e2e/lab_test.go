@@ -91,7 +91,7 @@ func TestServiceFlow(t *testing.T) {
 	sw := "ctrl-switch-service"
 	b.waitFor(t, "the Service controller's switch", q(sw)+` && `+q(sw)+`.getAttribute("aria-checked") === "true"`, 10*time.Second)
 	b.click(t, sw)
-	b.waitFor(t, "the Service controller off", q(sw)+`.getAttribute("aria-checked") === "false" && `+q("ctrl-service")+`.dataset.state === "off"`, 15*time.Second)
+	b.waitFor(t, "the Service controller off", q(sw)+`.getAttribute("aria-checked") === "false" && `+q("ctrl-service")+`.dataset.state === "off"`, switchWait)
 
 	createWeb(t, kubeClient(t, l))
 
@@ -121,7 +121,7 @@ func TestServiceFlow(t *testing.T) {
 	}
 
 	b.click(t, sw)
-	b.waitFor(t, "the Service controller on", q(sw)+`.getAttribute("aria-checked") === "true"`, 15*time.Second)
+	b.waitFor(t, "the Service controller on", q(sw)+`.getAttribute("aria-checked") === "true"`, switchWait)
 	b.waitFor(t, "step 5", `Number(`+q("svc-step-count")+`.dataset.step) >= 5 && `+q("svc-step-status")+`.dataset.status === "done"`, 60*time.Second)
 
 	var lbs []struct {
