@@ -8,6 +8,7 @@ import (
 	"net"
 	"slices"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -223,6 +224,13 @@ func (m *Manager) lead(ctx context.Context, p *Process) {
 		}
 		if err := m.startIn(ctx, name, p); err != nil {
 			klog.ErrorS(err, "Error starting controller", "controller", upstreamNames[name])
+			m.log.Warn("controller did not start with its process", "controller", name, "err", err)
+			if errors.Is(err, ErrBusy) {
+				// The previous instance still had requests in flight:
+				// try again while this process leads, rather than leave
+				// the controller off until the next roll.
+				go m.retryStart(ctx, me, name, p)
+			}
 			continue
 		}
 		m.setOn(name, true)
@@ -305,4 +313,40 @@ func (m *Manager) switchHosted(name string, on bool) error {
 // ccmController reports whether name is a CCM controller (not an add-on).
 func (m *Manager) ccmController(name string) bool {
 	return slices.Contains(m.cfg.Profile.Controllers, name)
+}
+
+// retryStart starts a controller of the leading process p whose start
+// found the previous instance still busy, once that instance has drained,
+// for as long as p leads (me is still the leader and ctx lives).
+func (m *Manager) retryStart(ctx context.Context, me *leader, name string, p *Process) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(500 * time.Millisecond):
+		}
+		m.mu.Lock()
+		if m.leading != me || ctx.Err() != nil {
+			m.mu.Unlock()
+			return
+		}
+		if _, running := m.units[name]; running {
+			m.mu.Unlock()
+			return
+		}
+		err := m.startIn(ctx, name, p)
+		if err == nil {
+			m.setOn(name, true)
+			m.ready.Broadcast()
+		}
+		m.mu.Unlock()
+		if err == nil {
+			m.log.Info("controller started after its previous instance drained", "controller", name)
+			return
+		}
+		if !errors.Is(err, ErrBusy) {
+			m.log.Warn("controller did not start with its process", "controller", name, "err", err)
+			return
+		}
+	}
 }
