@@ -438,27 +438,63 @@ func eval[T any](t testing.TB, b *browser, expr string) T {
 	return v
 }
 
-// click clicks the element with the testid. The page redraws regions
-// from the live stream (an automatic exercise check can replace a button
-// between chromedp's query and its click); the protocol then answers
-// "Could not find node with given id" before any input reached the page,
-// so the click is tried again on the fresh node, a few times at most.
+// click clicks the element with the testid as a person would, with the
+// mouse, and makes sure the click reached it. The page redraws regions
+// from the live stream, and two things can go wrong between chromedp's
+// query and its click: the node is replaced (the protocol then answers
+// "Could not find node with given id" before any input reached the page),
+// or the layout moves under the pointer (a panel above grows on a loaded
+// machine), so the mouse lands beside the element. A capture listener
+// sees where the click landed: on the element (or inside it) is done;
+// on nothing that acts is tried again; on another control fails the test,
+// since that click did something the test did not ask for.
 func (b *browser) click(t testing.TB, testid string) {
 	t.Helper()
 	for attempt := 1; ; attempt++ {
+		eval[bool](t, b, clickProbe)
 		ctx, cancel := context.WithTimeout(b.ctx, 60*time.Second)
 		err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel(testid)), chromedp.NodeVisible))
 		cancel()
-		if err == nil {
+		if err != nil {
+			if attempt < 5 && strings.Contains(err.Error(), "Could not find node with given id") {
+				continue
+			}
+			b.dump(t)
+			t.Fatalf("clicking %s: %v", testid, err)
+		}
+		// The mouse events have been dispatched; the click event follows
+		// the release in the same task, but give the renderer time anyway.
+		b.waitFor(t, "the click on "+testid+" to reach the page", `window.__ccmClick !== null`, 15*time.Second)
+		landed := eval[string](t, b, `(() => {
+  const c = window.__ccmClick, el = document.querySelector(`+js(sel(testid))+`);
+  if (el && el.contains(c)) return "hit";
+  const a = c.closest("[data-action], a, button, input, select, summary, label");
+  if (!a) return "";
+  return a.getAttribute("data-testid") || a.getAttribute("data-action") || a.tagName;
+})()`)
+		switch {
+		case landed == "hit":
 			return
-		}
-		if attempt < 5 && strings.Contains(err.Error(), "Could not find node with given id") {
+		case landed == "" && attempt < 5:
+			t.Logf("the click on %s landed beside it (the layout moved); clicking again", testid)
 			continue
+		default:
+			b.dump(t)
+			t.Fatalf("the click on %s landed on %q instead (the layout moved under the pointer)", testid, landed)
 		}
-		b.dump(t)
-		t.Fatalf("clicking %s: %v", testid, err)
 	}
 }
+
+// clickProbe installs (once per document) a capture listener that keeps
+// the target of the last click, and forgets the previous one.
+const clickProbe = `(() => {
+  if (!window.__ccmProbe) {
+    window.__ccmProbe = true;
+    document.addEventListener("click", (e) => { window.__ccmClick = e.target instanceof Element ? e.target : document.body; }, true);
+  }
+  window.__ccmClick = null;
+  return true;
+})()`
 
 // dump logs what the page shows, to tell why a wait timed out.
 func (b *browser) dump(t testing.TB) {
