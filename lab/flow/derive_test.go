@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/ccmlab/ccmlab/internal/i18n"
-	cloudproviderapi "k8s.io/cloud-provider/api"
 
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/flow/flowtext"
@@ -138,8 +137,8 @@ func TestDeriveServiceCloudError(t *testing.T) {
 
 func TestDeriveNode(t *testing.T) {
 	inst := &cloud.Instance{ID: "i-0123456789abcdef0", Name: "ip-10-0-0-5", State: cloud.InstanceRunning, LaunchTime: t0}
-	tainted := &NodeView{Name: "ip-10-0-0-5", Created: t0.Add(time.Second), Taints: []string{cloudproviderapi.TaintExternalCloudProvider + "=true:NoSchedule"}}
-	written := &NodeView{Name: "ip-10-0-0-5", Created: t0.Add(time.Second), ProviderID: "aws:///ap-northeast-1a/i-0123456789abcdef0", Taints: []string{cloudproviderapi.TaintExternalCloudProvider + "=true:NoSchedule"}}
+	tainted := &NodeView{Name: "ip-10-0-0-5", Created: t0.Add(time.Second), Taints: []string{UninitializedTaint}, Uninitialized: UninitializedTaint}
+	written := &NodeView{Name: "ip-10-0-0-5", Created: t0.Add(time.Second), ProviderID: "aws:///ap-northeast-1a/i-0123456789abcdef0", Taints: []string{UninitializedTaint}, Uninitialized: UninitializedTaint}
 	done := &NodeView{Name: "ip-10-0-0-5", Created: t0.Add(time.Second), ProviderID: "aws:///ap-northeast-1a/i-0123456789abcdef0", Taints: []string{}}
 	query := []cloud.Call{{Seq: 1, Time: t0.Add(2 * time.Second), Action: "DescribeInstances", Caller: "node-controller", State: cloud.CallDone}}
 	on := map[string]bool{"node": true}

@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	cloudproviderapi "k8s.io/cloud-provider/api"
 )
 
 // The nodes the flow counts as load balancer backends are upstream's
@@ -36,6 +37,40 @@ func TestInLBNodeSet(t *testing.T) {
 			tc.mod(n)
 			if got := NewNodeView(n).InLBNodeSet(); got != tc.in {
 				t.Fatalf("InLBNodeSet = %v, want %v", got, tc.in)
+			}
+		})
+	}
+}
+
+// TestNodeViewTaintMeaning: the view says which taint is which, so the page
+// holds no taint key of its own; any value or effect of the uninitialized
+// taint still counts (the Node controller removes it by key).
+func TestNodeViewTaintMeaning(t *testing.T) {
+	taint := func(key, value string, effect corev1.TaintEffect) corev1.Taint {
+		return corev1.Taint{Key: key, Value: value, Effect: effect}
+	}
+	tests := []struct {
+		name                    string
+		taints                  []corev1.Taint
+		uninitialized, shutdown string
+		controlPlane            bool
+	}{
+		{"none", nil, "", "", false},
+		{"as the kubelet registers", []corev1.Taint{taint(cloudproviderapi.TaintExternalCloudProvider, "true", corev1.TaintEffectNoSchedule)}, UninitializedTaint, "", false},
+		{"another value and effect", []corev1.Taint{taint(cloudproviderapi.TaintExternalCloudProvider, "", corev1.TaintEffectNoExecute)}, cloudproviderapi.TaintExternalCloudProvider + ":NoExecute", "", false},
+		{"a longer key is another taint", []corev1.Taint{taint(cloudproviderapi.TaintExternalCloudProvider+"-not", "true", corev1.TaintEffectNoSchedule)}, "", "", false},
+		{"shut down", []corev1.Taint{taint(cloudproviderapi.TaintNodeShutdown, "", corev1.TaintEffectNoSchedule)}, "", cloudproviderapi.TaintNodeShutdown + ":NoSchedule", false},
+		{"control plane", []corev1.Taint{taint(TaintControlPlane, "", corev1.TaintEffectNoSchedule)}, "", "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Spec: corev1.NodeSpec{Taints: tt.taints}}
+			v := NewNodeView(n)
+			if v.Uninitialized != tt.uninitialized || v.Shutdown != tt.shutdown || v.ControlPlane != tt.controlPlane {
+				t.Errorf("view = {uninitialized %q, shutdown %q, controlPlane %v}, want {%q, %q, %v}", v.Uninitialized, v.Shutdown, v.ControlPlane, tt.uninitialized, tt.shutdown, tt.controlPlane)
+			}
+			if v.Tainted() != (tt.uninitialized != "") {
+				t.Errorf("Tainted() = %v", v.Tainted())
 			}
 		})
 	}

@@ -35,6 +35,15 @@ type NodeView struct {
 	Addresses    []string  `json:"addresses"` // "InternalIP=10.0.1.5"
 	Created      time.Time `json:"created"`
 
+	// What the taints mean, decided here so the page holds no taint key
+	// of its own: Uninitialized and Shutdown are the cloud provider's
+	// taints as they stand in Taints ("" when the node has none), so the
+	// page can mark that chip; ControlPlane is kubeadm's control-plane
+	// taint, which keeps the lab's Pods off that node.
+	Uninitialized string `json:"uninitialized,omitempty"`
+	Shutdown      string `json:"shutdown,omitempty"`
+	ControlPlane  bool   `json:"controlPlane,omitempty"`
+
 	// lbExcluded: the Service controller leaves this node out of load
 	// balancers (see InLBNodeSet).
 	lbExcluded bool
@@ -70,15 +79,19 @@ func excludedFromLB(n *corev1.Node) bool {
 	return false
 }
 
-// Tainted reports whether the node still waits for the cloud.
-func (n NodeView) Tainted() bool {
-	for _, t := range n.Taints {
-		if strings.HasPrefix(t, cloudproviderapi.TaintExternalCloudProvider+"=") || t == cloudproviderapi.TaintExternalCloudProvider+":NoSchedule" {
-			return true
-		}
-	}
-	return false
-}
+// Tainted reports whether the node still waits for the cloud: it carries
+// the uninitialized taint (any value, any effect), the one the Node
+// controller removes once the cloud has answered.
+func (n NodeView) Tainted() bool { return n.Uninitialized != "" }
+
+// TaintControlPlane is the taint kubeadm (and this lab) puts on
+// control-plane nodes.
+const TaintControlPlane = "node-role.kubernetes.io/control-plane"
+
+// UninitializedTaint is the taint as the kubelet puts it on with
+// --cloud-provider=external (k8s.io/kubernetes pkg/kubelet/kubelet_node_status.go,
+// value "true", effect NoSchedule), in the form Taints uses.
+const UninitializedTaint = cloudproviderapi.TaintExternalCloudProvider + "=true:NoSchedule"
 
 // NewNodeView extracts the view from a Node.
 func NewNodeView(n *corev1.Node) NodeView {
@@ -100,7 +113,16 @@ func NewNodeView(n *corev1.Node) NodeView {
 		if t.Value != "" {
 			s += "=" + t.Value
 		}
-		v.Taints = append(v.Taints, s+":"+string(t.Effect))
+		s += ":" + string(t.Effect)
+		v.Taints = append(v.Taints, s)
+		switch t.Key {
+		case cloudproviderapi.TaintExternalCloudProvider:
+			v.Uninitialized = s
+		case cloudproviderapi.TaintNodeShutdown:
+			v.Shutdown = s
+		case TaintControlPlane:
+			v.ControlPlane = true
+		}
 	}
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {

@@ -4,7 +4,6 @@
 import { h, t, setText, setAttr, syncList, challenge } from "./util.js";
 
 const KNOWN = ["node", "nodelifecycle", "route", "service"];
-const UNINIT = "node.cloudprovider.kubernetes.io/uninitialized";
 
 // controllerNames lists the switches to show: the profile's controllers,
 // then any extra the lab reports (the lbc add-on).
@@ -27,7 +26,7 @@ function waitingOn(st, name) {
       break;
     }
     case "node":
-      for (const node of st.nodes.values()) if ((node.taints || []).some((x) => x.startsWith(UNINIT))) n++;
+      for (const node of st.nodes.values()) if (node.uninitialized) n++;
       break;
     case "route": {
       const have = new Set(st.routes.map((r) => r.destinationCIDR));

@@ -13,9 +13,6 @@ import { s, t, setText, setAttr, shortName, truncate, reducedMotion } from "./ut
 import { controllerNames } from "./control.js";
 import { selectedService } from "./flow.js";
 
-const UNINIT = "node.cloudprovider.kubernetes.io/uninitialized";
-const SHUTDOWN = "node.cloudprovider.kubernetes.io/shutdown";
-const CONTROL_PLANE = "node-role.kubernetes.io/control-plane";
 
 // A node's state on the map: a glyph and a word, never colour alone.
 const STATE = {
@@ -110,16 +107,11 @@ export function nodeState(inst, node) {
   if (st === "terminated" || st === "shutting-down") return "gone";
   if (st === "stopped" || st === "stopping") return "shutdown";
   if (node) {
-    if (hasTaint(node, SHUTDOWN)) return "shutdown";
-    if (hasTaint(node, UNINIT)) return "uninitialized";
+    if (node.shutdown) return "shutdown";
+    if (node.uninitialized) return "uninitialized";
     return node.ready === "True" ? "ready" : "notready";
   }
   return st === "pending" ? "launching" : "booting";
-}
-
-// hasTaint: the store keeps a Node's taints as "key[=value]:Effect".
-function hasTaint(node, key) {
-  return !!node && (node.taints || []).some((x) => x.startsWith(key));
 }
 
 // model turns the store into what the map draws: zones with their
@@ -150,7 +142,7 @@ export function model(st) {
     // kubeadm's control-plane taint: that node holds the mirror Pods of the
     // control plane and the CCM, and the map says so, or its "5 Pods" would
     // puzzle a student.
-    x.controlPlane = hasTaint(node, CONTROL_PLANE);
+    x.controlPlane = !!node && !!node.controlPlane;
     insts.push(x);
     instByID.set(inst.id, x);
   }

@@ -5,8 +5,6 @@
 import { h, t, setText, setAttr, show, shortName } from "./util.js";
 import { renderStep, renderStuck } from "./flow.js";
 
-const UNINIT = "node.cloudprovider.kubernetes.io/uninitialized";
-const UNINIT_FULL = UNINIT + "=true:NoSchedule";
 
 function launchedAt(f) {
   return f.steps && f.steps[0] && f.steps[0].at ? Date.parse(f.steps[0].at) || 0 : 0;
@@ -67,9 +65,9 @@ export function renderNodeInit(st, ui) {
   const node = st.nodes.get(name);
   let state = "none";
   let label = t("taint.notyet");
-  let text = UNINIT_FULL;
+  let text = t("taint.uninit.full");
   if (node) {
-    const x = (node.taints || []).find((v) => v.startsWith(UNINIT));
+    const x = node.uninitialized;
     if (x) {
       state = "present";
       label = t("taint.present");

@@ -16,7 +16,6 @@ import { createStore, snapshot, apply, cloneStore, markAll } from "./store.js";
 import { selectedService } from "./flow.js";
 import { selectedNode } from "./nodeinit.js";
 
-const UNINIT = "node.cloudprovider.kubernetes.io/uninitialized";
 
 // Longest wait between two frames of a recording at speed 1: a lab is
 // idle most of the time, and a demo should not be.
@@ -169,6 +168,14 @@ function truncate(flow, k) {
   return { ...flow, step: k, steps, stuck: undefined };
 }
 
+// undone reports whether, of flow's first k steps, none is the step key:
+// what that step brought is not there yet. Steps are found by the key the
+// lab gives them (lab/flow's step keys), not by their position.
+function undone(flow, k, key) {
+  const i = flow.steps.findIndex((s) => s.key === key);
+  return i < 0 || k <= i;
+}
+
 // serviceMoment is the page's state with the LoadBalancer flow of key as it
 // stood after k steps: what the later steps brought (the load balancer, its
 // targets, EXTERNAL-IP, the request) is taken out again.
@@ -176,13 +183,13 @@ function serviceMoment(live, key, flow, k) {
   const st = cloneStore(live);
   st.serviceFlows.set(key, truncate(flow, k));
   const lb = flow.lb ? st.lbs.get(flow.lb) : null;
-  if (lb && k < 3) {
+  if (lb && undone(flow, k, "create")) {
     st.lbs.delete(flow.lb);
     st.listeners = st.listeners.filter((l) => l.lb !== flow.lb);
-  } else if (lb && k < 4) st.lbs.set(flow.lb, { ...lb, targets: [] });
+  } else if (lb && undone(flow, k, "targets")) st.lbs.set(flow.lb, { ...lb, targets: [] });
   const svc = st.services.get(key);
-  if (svc && k < 5) st.services.set(key, { ...svc, ingress: [], externalIP: "<pending>" });
-  if (k < 6) {
+  if (svc && undone(flow, k, "status")) st.services.set(key, { ...svc, ingress: [], externalIP: "<pending>" });
+  if (undone(flow, k, "traffic")) {
     st.lastTrace.delete(key);
     st.traces = st.traces.filter((tr) => tr.service !== key);
   }
@@ -196,19 +203,22 @@ function serviceMoment(live, key, flow, k) {
 function nodeMoment(live, name, flow, k) {
   const st = cloneStore(live);
   st.nodeFlows.set(name, truncate(flow, k));
-  if (k < 1 && flow.instanceID) {
+  if (undone(flow, k, "launched") && flow.instanceID) {
     st.instances.delete(flow.instanceID);
     st.routes = st.routes.filter((r) => r.instanceID !== flow.instanceID);
   }
   const node = st.nodes.get(name);
-  if (node && k < 2) st.nodes.delete(name);
+  if (node && undone(flow, k, "registered")) st.nodes.delete(name);
   else if (node) {
     let n = node;
-    if (k < 4) n = { ...n, providerID: "", zone: "", region: "", instanceType: "" };
-    if (k < 5 && !(n.taints || []).some((x) => x.startsWith(UNINIT))) n = { ...n, taints: [...(n.taints || []), UNINIT + "=true:NoSchedule"] };
+    if (undone(flow, k, "written")) n = { ...n, providerID: "", zone: "", region: "", instanceType: "" };
+    if (undone(flow, k, "untainted") && !n.uninitialized) {
+      const taint = t("taint.uninit.full");
+      n = { ...n, uninitialized: taint, taints: [...(n.taints || []), taint] };
+    }
     if (n !== node) st.nodes.set(name, n);
   }
-  if (k < 6) for (const [pk, p] of st.pods) if (p.node === name) st.pods.delete(pk);
+  if (undone(flow, k, "scheduled")) for (const [pk, p] of st.pods) if (p.node === name) st.pods.delete(pk);
   return st;
 }
 
