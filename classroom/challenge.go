@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/ccmlab/ccmlab/internal/httpguard"
 )
 
 // challengeExercise is the lab's diagnosis challenge: its reset leaves a
@@ -93,18 +95,18 @@ func (c *Classroom) challengeCauses(w http.ResponseWriter, r *http.Request) {
 		}
 		b, err := c.class.labRaw(r.Context(), s, addr, http.MethodGet, "/api/exercises/"+challengeExercise, nil)
 		if err != nil {
-			jsonError(w, http.StatusBadGateway, fmt.Sprintf("asking %s's lab for its challenge: %v", s, errNoChallenge(err)))
+			httpguard.WriteError(w, http.StatusBadGateway, fmt.Sprintf("asking %s's lab for its challenge: %v", s, errNoChallenge(err)))
 			return
 		}
 		causes, err := parseCauses(b)
 		if err != nil {
-			jsonError(w, http.StatusBadGateway, fmt.Sprintf("%s's lab: %v", s, err))
+			httpguard.WriteError(w, http.StatusBadGateway, fmt.Sprintf("%s's lab: %v", s, err))
 			return
 		}
 		writeJSON(w, map[string]any{"exercise": challengeExercise, "causes": causes, "askedOf": s})
 		return
 	}
-	jsonError(w, http.StatusConflict, "no lab is running to ask for the challenge's causes: the list appears once a student's lab is ready")
+	httpguard.WriteError(w, http.StatusConflict, "no lab is running to ask for the challenge's causes: the list appears once a student's lab is ready")
 }
 
 // labCauses are the challenge's causes as the first running lab lists
@@ -138,7 +140,7 @@ func (c *Classroom) actionChallenge(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Cause != "" && !causeRE.MatchString(req.Cause) {
-		jsonError(w, http.StatusBadRequest, fmt.Sprintf("cause %q: give a cause's id from GET /api/challenge, or none for a random one", req.Cause))
+		httpguard.WriteError(w, http.StatusBadRequest, fmt.Sprintf("cause %q: give a cause's id from GET /api/challenge, or none for a random one", req.Cause))
 		return
 	}
 	if !c.knownStudents(w, req.Students) {
@@ -152,7 +154,7 @@ func (c *Classroom) actionChallenge(w http.ResponseWriter, r *http.Request) {
 			for _, k := range causes {
 				ids = append(ids, k.ID)
 			}
-			jsonError(w, http.StatusBadRequest, fmt.Sprintf("cause %q: %s's lab knows %s", req.Cause, asked, strings.Join(ids, ", ")))
+			httpguard.WriteError(w, http.StatusBadRequest, fmt.Sprintf("cause %q: %s's lab knows %s", req.Cause, asked, strings.Join(ids, ", ")))
 			return
 		}
 	}
@@ -168,7 +170,7 @@ func (c *Classroom) actionChallenge(w http.ResponseWriter, r *http.Request) {
 		return nil
 	})
 	if err != nil {
-		jsonError(w, http.StatusBadRequest, err.Error())
+		httpguard.WriteError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	writeJSON(w, res)

@@ -499,7 +499,7 @@ func (c *Classroom) getClass(w http.ResponseWriter, r *http.Request) {
 func (c *Classroom) classEvents(w http.ResponseWriter, r *http.Request) {
 	fl, ok := w.(http.Flusher)
 	if !ok {
-		jsonError(w, http.StatusInternalServerError, "streaming unsupported")
+		httpguard.WriteError(w, http.StatusInternalServerError, "streaming unsupported")
 		return
 	}
 	ch, stop := c.class.subscribe()
@@ -567,11 +567,11 @@ func (c *Classroom) knownStudents(w http.ResponseWriter, students []string) bool
 	seen := map[string]bool{}
 	for _, s := range students {
 		if !c.known(s) {
-			jsonError(w, http.StatusBadRequest, fmt.Sprintf("no student %q in this class", s))
+			httpguard.WriteError(w, http.StatusBadRequest, fmt.Sprintf("no student %q in this class", s))
 			return false
 		}
 		if seen[s] {
-			jsonError(w, http.StatusBadRequest, fmt.Sprintf("student %q is named twice", s))
+			httpguard.WriteError(w, http.StatusBadRequest, fmt.Sprintf("student %q is named twice", s))
 			return false
 		}
 		seen[s] = true
@@ -617,7 +617,7 @@ func (c *Classroom) each(ctx context.Context, students []string, fn func(ctx con
 // refusal itself.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 	if e := httpguard.DecodeJSON(w, r, v, httpguard.DecodeOptions{}); e != nil {
-		jsonError(w, e.Code, e.Msg)
+		httpguard.WriteError(w, e.Code, e.Msg)
 		return false
 	}
 	return true
@@ -667,25 +667,25 @@ func (c *Classroom) actionReset(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Exercise == "" {
-		jsonError(w, http.StatusBadRequest, `say which exercise: {"exercise": "<id>"}`)
+		httpguard.WriteError(w, http.StatusBadRequest, `say which exercise: {"exercise": "<id>"}`)
 		return
 	}
 	if !exerciseRE.MatchString(req.Exercise) {
-		jsonError(w, http.StatusBadRequest, fmt.Sprintf("exercise %q: give an exercise's id, like node-init", req.Exercise))
+		httpguard.WriteError(w, http.StatusBadRequest, fmt.Sprintf("exercise %q: give an exercise's id, like node-init", req.Exercise))
 		return
 	}
 	if !c.knownStudents(w, req.Students) {
 		return
 	}
 	if ids := c.knownExercises(r.Context()); ids != nil && !slices.Contains(ids, req.Exercise) {
-		jsonError(w, http.StatusNotFound, fmt.Sprintf("no exercise %q in the class's labs (they have %s)", req.Exercise, strings.Join(ids, ", ")))
+		httpguard.WriteError(w, http.StatusNotFound, fmt.Sprintf("no exercise %q in the class's labs (they have %s)", req.Exercise, strings.Join(ids, ", ")))
 		return
 	}
 	res, err := c.each(r.Context(), req.Students, func(ctx context.Context, name, addr string) error {
 		return c.class.labJSON(ctx, name, addr, http.MethodPost, "/api/exercises/"+url.PathEscape(req.Exercise)+"/reset", nil, nil)
 	})
 	if err != nil {
-		jsonError(w, http.StatusBadRequest, err.Error())
+		httpguard.WriteError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	writeJSON(w, res)
@@ -703,7 +703,7 @@ func (c *Classroom) actionLatency(w http.ResponseWriter, r *http.Request) {
 	}
 	d, err := time.ParseDuration(req.Latency)
 	if err != nil || d < 0 || d > time.Minute {
-		jsonError(w, http.StatusBadRequest, fmt.Sprintf("latency %q: want a duration from 0s to 1m, like \"2s\"", req.Latency))
+		httpguard.WriteError(w, http.StatusBadRequest, fmt.Sprintf("latency %q: want a duration from 0s to 1m, like \"2s\"", req.Latency))
 		return
 	}
 	if !c.knownStudents(w, req.Students) {
@@ -718,7 +718,7 @@ func (c *Classroom) actionLatency(w http.ResponseWriter, r *http.Request) {
 		return c.class.labJSON(ctx, name, addr, http.MethodPut, "/api/cloud/faults", faults, nil)
 	})
 	if err != nil {
-		jsonError(w, http.StatusBadRequest, err.Error())
+		httpguard.WriteError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	writeJSON(w, res)
