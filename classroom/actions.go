@@ -8,6 +8,7 @@ package classroom
 import (
 	"context"
 	"fmt"
+	"iter"
 	"net/http"
 	"regexp"
 	"slices"
@@ -136,15 +137,7 @@ func (c *Classroom) knownExercises(ctx context.Context) []string {
 	if ids != nil {
 		return ids
 	}
-	for _, s := range c.cfg.Students {
-		state, addr := c.backend.Status(s)
-		if state != stateReady {
-			continue
-		}
-		lab, err := c.class.lab(s, addr)
-		if err != nil {
-			continue
-		}
+	for _, lab := range c.runningLabs() {
 		list, err := lab.Exercises(ctx)
 		if err != nil {
 			continue
@@ -155,6 +148,26 @@ func (c *Classroom) knownExercises(ctx context.Context) []string {
 		return ids
 	}
 	return nil
+}
+
+// runningLabs yields the student and the client of every lab that is
+// ready, in the class's order: what the portal asks when any lab will do.
+func (c *Classroom) runningLabs() iter.Seq2[string, *labclient.Client] {
+	return func(yield func(string, *labclient.Client) bool) {
+		for _, s := range c.cfg.Students {
+			state, addr := c.backend.Status(s)
+			if state != stateReady {
+				continue
+			}
+			lab, err := c.class.lab(s, addr)
+			if err != nil {
+				continue
+			}
+			if !yield(s, lab) {
+				return
+			}
+		}
+	}
 }
 
 // actionReset resets one exercise in the chosen labs:

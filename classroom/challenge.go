@@ -46,20 +46,13 @@ func errNoChallenge(err error) error {
 // challengeCauses is GET /api/challenge: the causes the class's labs
 // offer, asked of the first running lab.
 func (c *Classroom) challengeCauses(w http.ResponseWriter, r *http.Request) {
-	for _, s := range c.cfg.Students {
-		state, addr := c.backend.Status(s)
-		if state != stateReady {
-			continue
+	for s, lab := range c.runningLabs() {
+		list, err := causes(r.Context(), lab)
+		if err != nil {
+			httpguard.WriteError(w, http.StatusBadGateway, fmt.Sprintf("asking %s's lab for its challenge: %v", s, err))
+			return
 		}
-		lab, err := c.class.lab(s, addr)
-		if err == nil {
-			var list []exercises.CauseView
-			if list, err = causes(r.Context(), lab); err == nil {
-				writeJSON(w, Challenge{Exercise: exercises.MysteryID, Causes: list, AskedOf: s})
-				return
-			}
-		}
-		httpguard.WriteError(w, http.StatusBadGateway, fmt.Sprintf("asking %s's lab for its challenge: %v", s, err))
+		writeJSON(w, Challenge{Exercise: exercises.MysteryID, Causes: list, AskedOf: s})
 		return
 	}
 	httpguard.WriteError(w, http.StatusConflict, "no lab is running to ask for the challenge's causes: the list appears once a student's lab is ready")
@@ -68,15 +61,7 @@ func (c *Classroom) challengeCauses(w http.ResponseWriter, r *http.Request) {
 // labCauses are the challenge's causes as the first running lab lists
 // them; ok is false when no lab runs or none answers.
 func (c *Classroom) labCauses(r *http.Request) (list []exercises.CauseView, askedOf string, ok bool) {
-	for _, s := range c.cfg.Students {
-		state, addr := c.backend.Status(s)
-		if state != stateReady {
-			continue
-		}
-		lab, err := c.class.lab(s, addr)
-		if err != nil {
-			continue
-		}
+	for s, lab := range c.runningLabs() {
 		if list, err := causes(r.Context(), lab); err == nil {
 			return list, s, true
 		}
