@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,9 @@ import (
 
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/ccmlab/ccmlab/exercises"
+	"github.com/ccmlab/ccmlab/internal/httpguard"
+	"github.com/ccmlab/ccmlab/internal/i18n"
 	"github.com/ccmlab/ccmlab/lab/flow"
 )
 
@@ -32,32 +36,40 @@ func (f fakeBackend) Status(n string) (string, string) {
 	return stateStopped, ""
 }
 
-// fakeLab answers the challenge's two calls, or 404s them (an older lab).
+// fakeLab answers the challenge's two calls, or 404s them (an older lab),
+// with the lab's own types.
 type fakeLab struct {
 	mu     sync.Mutex
 	resets []string // the reset bodies received
 }
 
+// fakeCauses are what the fake lab's challenge lists.
+var fakeCauses = []exercises.CauseView{
+	{ID: "iam-deny", Label: i18n.Text{JA: "IAM の拒否", EN: "IAM deny"}},
+	{ID: "no-service-controller", Label: i18n.Text{JA: "Service コントローラがない", EN: "no Service controller"}},
+	{ID: "throttling", Label: i18n.Text{JA: "スロットリング", EN: "Throttling"}},
+}
+
 func (l *fakeLab) handler(hasChallenge bool) http.Handler {
 	m := http.NewServeMux()
+	detail := exercises.Detail{
+		Summary:     exercises.Summary{ID: exercises.MysteryID},
+		MysteryView: &exercises.MysteryView{Service: "default/web", Causes: fakeCauses},
+	}
 	if hasChallenge {
-		m.HandleFunc("GET /api/exercises/mystery-pending", func(w http.ResponseWriter, r *http.Request) {
-			_, _ = io.WriteString(w, `{"id":"mystery-pending","service":"default/web","causes":[
-				{"id":"iam-deny","label":{"ja":"IAM の拒否","en":"IAM deny"}},
-				{"id":"no-service-controller","ja":"Service コントローラがない","en":"no Service controller"},
-				{"id":"throttling","title":"Throttling"}]}`)
+		m.HandleFunc("GET /api/exercises/"+exercises.MysteryID, func(w http.ResponseWriter, r *http.Request) {
+			_ = json.NewEncoder(w).Encode(detail)
 		})
-		m.HandleFunc("POST /api/exercises/mystery-pending/reset", func(w http.ResponseWriter, r *http.Request) {
+		m.HandleFunc("POST /api/exercises/"+exercises.MysteryID+"/reset", func(w http.ResponseWriter, r *http.Request) {
 			b, _ := io.ReadAll(r.Body)
 			l.mu.Lock()
-			l.resets = append(l.resets, string(b))
+			l.resets = append(l.resets, strings.TrimSpace(string(b)))
 			l.mu.Unlock()
-			_, _ = io.WriteString(w, `{}`)
+			_ = json.NewEncoder(w).Encode(detail)
 		})
 	}
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(http.StatusNotFound)
-		_, _ = io.WriteString(w, `{"message":"no such exercise"}`)
+		httpguard.WriteError(w, http.StatusNotFound, "no such exercise")
 	})
 	return m
 }
@@ -89,18 +101,12 @@ func TestChallenge(t *testing.T) {
 
 	t.Run("causes come from a lab, labels in both languages", func(t *testing.T) {
 		code, b := call("GET", "/api/challenge", "")
-		var got struct{ Causes []Cause }
+		var got Challenge
 		if code != 200 || json.Unmarshal([]byte(b), &got) != nil {
 			t.Fatalf("%d %s", code, b)
 		}
-		want := []Cause{{"iam-deny", "IAM の拒否", "IAM deny"}, {"no-service-controller", "Service コントローラがない", "no Service controller"}, {"throttling", "Throttling", "Throttling"}}
-		if len(got.Causes) != len(want) {
-			t.Fatalf("causes %+v", got.Causes)
-		}
-		for i := range want {
-			if got.Causes[i] != want[i] {
-				t.Errorf("cause %d: %+v, want %+v", i, got.Causes[i], want[i])
-			}
+		if got.Exercise != exercises.MysteryID || got.AskedOf != "alice" || !slices.Equal(got.Causes, fakeCauses) {
+			t.Errorf("got %+v, want alice's causes %+v", got, fakeCauses)
 		}
 	})
 

@@ -4,6 +4,8 @@ import (
 	"embed"
 	"html/template"
 	"net/http"
+
+	"github.com/ccmlab/ccmlab/internal/httpguard"
 )
 
 //go:embed assets
@@ -37,7 +39,7 @@ func serveAsset(name, contentType string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		b, err := assets.ReadFile("assets/" + name)
 		if err != nil {
-			jsonError(w, http.StatusNotFound, "no such file")
+			httpguard.WriteError(w, http.StatusNotFound, "no such file")
 			return
 		}
 		w.Header().Set("Content-Type", contentType)

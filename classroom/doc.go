@@ -20,4 +20,10 @@
 // lab announces an "exercise" message (or sends a snapshot, on connect),
 // keeps the lab's stuck flows from its snapshot and nodeflow/serviceflow
 // messages, then pushes the class to dashboards over server-sent events.
+// Every call to a lab goes through labclient, in the lab's own Go types.
+//
+// Files: portal.go (routes, tokens, the proxy to each lab), progress.go
+// (the class's progress, fed by the labs' streams), classview.go (the
+// dashboard's reads), actions.go and challenge.go (the dashboard's
+// actions), local.go and kube.go (the backends).
 package classroom

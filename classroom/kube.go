@@ -15,9 +15,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
@@ -480,6 +482,46 @@ func (b *kubeBackend) Status(name string) (string, string) {
 	return b.labs[name].state, ""
 }
 
+// classKind is one kind of object a class is made of, as DeleteClass
+// lists and deletes it.
+type classKind struct {
+	name   string
+	list   func(context.Context, metav1.ListOptions) ([]string, error)
+	delete func(context.Context, string, metav1.DeleteOptions) error
+}
+
+// listDeleter is what a typed client of one kind in one namespace offers
+// (apps.Deployments(ns), core.Secrets(ns), ...), L being its list type.
+type listDeleter[L runtime.Object] interface {
+	List(ctx context.Context, opts metav1.ListOptions) (L, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+}
+
+// kindOf makes a classKind of a typed client: the names its List finds,
+// sorted, and its Delete.
+func kindOf[L runtime.Object](name string, c listDeleter[L]) classKind {
+	return classKind{name: name, delete: c.Delete, list: func(ctx context.Context, opts metav1.ListOptions) ([]string, error) {
+		l, err := c.List(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		items, err := meta.ExtractList(l)
+		if err != nil {
+			return nil, err
+		}
+		var out []string
+		for _, o := range items {
+			m, err := meta.Accessor(o)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, m.GetName())
+		}
+		slices.Sort(out)
+		return out, nil
+	}}
+}
+
 // DeleteClass removes everything a class created in opts.Namespace (by
 // label: part-of and managed-by ccmlab-classroom), says each object on out,
 // and waits up to wait for the labs' Pods to be gone. The namespace goes
@@ -497,74 +539,21 @@ func DeleteClass(ctx context.Context, opts KubeOptions, out io.Writer, wait time
 	}
 	ns, sel := opts.Namespace, metav1.ListOptions{LabelSelector: classSelector()}
 	bg := metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}
-	type kind struct {
-		name   string
-		list   func() ([]string, error)
-		delete func(string) error
-	}
-	names := func(items []metav1.Object) []string {
-		var out []string
-		for _, o := range items {
-			out = append(out, o.GetName())
-		}
-		slices.Sort(out)
-		return out
-	}
 	core, apps := client.CoreV1(), client.AppsV1()
-	kinds := []kind{
-		{"deployment", func() ([]string, error) {
-			l, err := apps.Deployments(ns).List(ctx, sel)
-			if err != nil {
-				return nil, err
-			}
-			var objs []metav1.Object
-			for i := range l.Items {
-				objs = append(objs, &l.Items[i])
-			}
-			return names(objs), nil
-		}, func(n string) error { return apps.Deployments(ns).Delete(ctx, n, bg) }},
-		{"service", func() ([]string, error) {
-			l, err := core.Services(ns).List(ctx, sel)
-			if err != nil {
-				return nil, err
-			}
-			var objs []metav1.Object
-			for i := range l.Items {
-				objs = append(objs, &l.Items[i])
-			}
-			return names(objs), nil
-		}, func(n string) error { return core.Services(ns).Delete(ctx, n, bg) }},
-		{"secret", func() ([]string, error) {
-			l, err := core.Secrets(ns).List(ctx, sel)
-			if err != nil {
-				return nil, err
-			}
-			var objs []metav1.Object
-			for i := range l.Items {
-				objs = append(objs, &l.Items[i])
-			}
-			return names(objs), nil
-		}, func(n string) error { return core.Secrets(ns).Delete(ctx, n, bg) }},
-		{"persistentvolumeclaim", func() ([]string, error) {
-			l, err := core.PersistentVolumeClaims(ns).List(ctx, sel)
-			if err != nil {
-				return nil, err
-			}
-			var objs []metav1.Object
-			for i := range l.Items {
-				objs = append(objs, &l.Items[i])
-			}
-			return names(objs), nil
-		}, func(n string) error { return core.PersistentVolumeClaims(ns).Delete(ctx, n, bg) }},
+	kinds := []classKind{
+		kindOf("deployment", apps.Deployments(ns)),
+		kindOf("service", core.Services(ns)),
+		kindOf("secret", core.Secrets(ns)),
+		kindOf("persistentvolumeclaim", core.PersistentVolumeClaims(ns)),
 	}
 	removed := 0
 	for _, k := range kinds {
-		list, err := k.list()
+		list, err := k.list(ctx, sel)
 		if err != nil {
 			return fmt.Errorf("listing the class's %ss in %s: %w", k.name, ns, err)
 		}
 		for _, n := range list {
-			if err := k.delete(n); err != nil && !apierrors.IsNotFound(err) {
+			if err := k.delete(ctx, n, bg); err != nil && !apierrors.IsNotFound(err) {
 				return fmt.Errorf("deleting %s/%s in %s: %w", k.name, n, ns, err)
 			}
 			fmt.Fprintf(out, "removed %s/%s\n", k.name, n)

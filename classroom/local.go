@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/ccmlab/ccmlab/classroom/labclient"
 )
 
 // Lab states as the dashboard shows them.
@@ -380,7 +382,10 @@ const tokenEnv = "CCMLAB_TOKEN"
 // waitHealthy polls the lab's /healthz until it answers 200, the process
 // exits, or StartTimeout passes.
 func (b *localBackend) waitHealthy(addr string, exited <-chan error, waitErr *error) error {
-	client := &http.Client{Timeout: 2 * time.Second}
+	lab, err := labclient.New(labclient.Config{Addr: addr, HTTP: &http.Client{Timeout: 2 * time.Second}})
+	if err != nil {
+		return err
+	}
 	deadline := time.Now().Add(b.cfg.StartTimeout)
 	for time.Now().Before(deadline) {
 		select {
@@ -392,12 +397,8 @@ func (b *localBackend) waitHealthy(addr string, exited <-chan error, waitErr *er
 			return fmt.Errorf("exited before it was ready: %w", err)
 		case <-time.After(100 * time.Millisecond):
 		}
-		res, err := client.Get("http://" + addr + "/healthz")
-		if err == nil {
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				return nil
-			}
+		if lab.Healthy(context.Background()) == nil {
+			return nil
 		}
 	}
 	return fmt.Errorf("not ready within %s", b.cfg.StartTimeout)

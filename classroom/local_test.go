@@ -18,7 +18,9 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/ccmlab/ccmlab/exercises"
 	"github.com/ccmlab/ccmlab/internal/testutil"
+	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/controlplane"
 	"github.com/ccmlab/ccmlab/lab/controlplane/cptest"
 )
@@ -125,6 +127,18 @@ func (p *portal) class() Class {
 	return cl
 }
 
+// The bodies of the lab's POST …/quiz/<q> and PUT /api/controllers/<name>
+// as a student's page sends them (the server's own request types are not
+// exported).
+type (
+	quizAnswer struct {
+		Choice int `json:"choice"`
+	}
+	controllerSwitch struct {
+		Enabled bool `json:"enabled"`
+	}
+)
+
 func row(cl Class, name string) StudentRow {
 	for _, s := range cl.Students {
 		if s.Name == name {
@@ -201,15 +215,13 @@ func TestLocalClass(t *testing.T) {
 		// Each sets a different cloud latency in their lab and reads back
 		// their own.
 		for i, s := range students {
-			p.json("PUT", "/s/"+s+"/api/cloud/faults", c.StudentToken(s), map[string]any{"latency": fmt.Sprintf("%dms", i+1)}, nil)
+			p.json("PUT", "/s/"+s+"/api/cloud/faults", c.StudentToken(s), cloud.Faults{Latency: cloud.Duration{Duration: time.Duration(i+1) * time.Millisecond}}, nil)
 		}
 		for i, s := range students {
-			var f struct {
-				Latency string `json:"latency"`
-			}
+			var f cloud.Faults
 			p.json("GET", "/s/"+s+"/api/cloud/faults", c.StudentToken(s), nil, &f)
-			if want := fmt.Sprintf("%dms", i+1); f.Latency != want {
-				t.Errorf("%s reads latency %q, want %q", s, f.Latency, want)
+			if want := time.Duration(i+1) * time.Millisecond; f.Latency.Duration != want {
+				t.Errorf("%s reads latency %s, want %s", s, f.Latency.Duration, want)
 			}
 			for _, other := range students {
 				if other == s {
@@ -230,7 +242,7 @@ func TestLocalClass(t *testing.T) {
 			{"instructor may not write", "PUT", "/s/alice/api/cloud/faults", teacher, 403},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				if code, b := p.do(tc.method, tc.path, tc.token, map[string]any{}); code != tc.want {
+				if code, b := p.do(tc.method, tc.path, tc.token, struct{}{}); code != tc.want {
 					t.Fatalf("%d, want %d: %s", code, tc.want, b)
 				}
 			})
@@ -326,12 +338,7 @@ func TestLocalClass(t *testing.T) {
 	})
 
 	t.Run("wrong answers reach the dashboard", func(t *testing.T) {
-		var d struct {
-			Quiz []struct {
-				ID      string            `json:"id"`
-				Choices []json.RawMessage `json:"choices"`
-			} `json:"quiz"`
-		}
+		var d exercises.Detail
 		p.json("GET", "/s/alice/api/exercises/node-init", alice, nil, &d)
 		if len(d.Quiz) == 0 {
 			t.Fatal("node-init has no quiz")
@@ -339,7 +346,7 @@ func TestLocalClass(t *testing.T) {
 		// Every choice of one question: exactly one is right.
 		q := d.Quiz[0]
 		for i := range q.Choices {
-			p.json("POST", "/s/alice/api/exercises/node-init/quiz/"+q.ID, alice, map[string]any{"choice": i}, nil)
+			p.json("POST", "/s/alice/api/exercises/node-init/quiz/"+q.ID, alice, quizAnswer{Choice: i}, nil)
 		}
 		eventually(t, 30*time.Second, "the class shows alice's wrong answers", func() (bool, string) {
 			cell := row(p.class(), "alice").Exercises["node-init"]
@@ -360,7 +367,7 @@ func TestLocalClass(t *testing.T) {
 
 	t.Run("a reset sent to all reaches all", func(t *testing.T) {
 		var res []ActionResult
-		p.json("POST", "/api/actions/reset", teacher, map[string]any{"exercise": "node-init"}, &res)
+		p.json("POST", "/api/actions/reset", teacher, resetRequest{Exercise: "node-init"}, &res)
 		if len(res) != len(students) {
 			t.Fatalf("results %+v", res)
 		}
@@ -374,7 +381,7 @@ func TestLocalClass(t *testing.T) {
 			return cell.StepsPassed == 0, fmt.Sprintf("%+v", cell)
 		})
 		var lat []ActionResult
-		p.json("PUT", "/api/actions/latency", teacher, map[string]any{"latency": "0s", "students": []string{"bob", "carol"}}, &lat)
+		p.json("PUT", "/api/actions/latency", teacher, latencyRequest{actionTarget{Students: []string{"bob", "carol"}}, "0s"}, &lat)
 		if len(lat) != 2 || !lat[0].OK || !lat[1].OK {
 			t.Fatalf("latency: %+v", lat)
 		}
@@ -384,7 +391,7 @@ func TestLocalClass(t *testing.T) {
 		carol := c.StudentToken("carol")
 		// Without the Node controller a new node cannot be initialized:
 		// carol's lab says so on its stream.
-		p.json("PUT", "/s/carol/api/controllers/node", carol, map[string]any{"enabled": false}, nil)
+		p.json("PUT", "/s/carol/api/controllers/node", carol, controllerSwitch{Enabled: false}, nil)
 		var inst struct {
 			PrivateDNSName string `json:"privateDNSName"`
 		}
@@ -404,7 +411,7 @@ func TestLocalClass(t *testing.T) {
 		if r := row(p.class(), "alice"); len(r.Stuck) != 0 {
 			t.Errorf("alice's row shows carol's stuck node: %+v", r.Stuck)
 		}
-		p.json("PUT", "/s/carol/api/controllers/node", carol, map[string]any{"enabled": true}, nil)
+		p.json("PUT", "/s/carol/api/controllers/node", carol, controllerSwitch{Enabled: true}, nil)
 		eventually(t, time.Minute, "carol's node initialized, her row unstuck", func() (bool, string) {
 			r := row(p.class(), "carol")
 			return len(r.Stuck) == 0, fmt.Sprintf("%+v", r.Stuck)
@@ -426,7 +433,7 @@ func TestLocalClass(t *testing.T) {
 			state, _ := c.backend.Status("bob")
 			return state == stateReady && c.backend.(*localBackend).pid("bob") != pid, state
 		})
-		var d detail
+		var d exercises.Detail
 		p.json("GET", "/s/bob/api/exercises/node-init", bob, nil, &d)
 		if len(d.Steps) == 0 || d.Steps[0].Attempts < 1 {
 			t.Fatalf("bob's attempt was lost: %+v", d.Steps)

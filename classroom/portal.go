@@ -196,7 +196,7 @@ func (c *Classroom) routes() {
 	m.HandleFunc("POST /api/actions/challenge", c.instructor(c.actionChallenge))
 	m.HandleFunc("GET /students.csv", c.instructor(c.studentsCSV))
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		jsonError(w, http.StatusNotFound, "no such page: "+r.URL.Path+" (the dashboard is at /, each student's lab at /s/<name>/)")
+		httpguard.WriteError(w, http.StatusNotFound, "no such page: "+r.URL.Path+" (the dashboard is at /, each student's lab at /s/<name>/)")
 	})
 	c.mux = m
 }
@@ -206,7 +206,7 @@ func (c *Classroom) routes() {
 func (c *Classroom) studentsCSV(w http.ResponseWriter, r *http.Request) {
 	b, err := os.ReadFile(filepath.Join(c.cfg.DataDir, "students.csv"))
 	if err != nil {
-		jsonError(w, http.StatusServiceUnavailable, "students.csv is not written yet")
+		httpguard.WriteError(w, http.StatusServiceUnavailable, "students.csv is not written yet")
 		return
 	}
 	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
@@ -214,8 +214,6 @@ func (c *Classroom) studentsCSV(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	_, _ = w.Write(b)
 }
-
-func jsonError(w http.ResponseWriter, code int, msg string) { httpguard.WriteError(w, code, msg) }
 
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
@@ -287,10 +285,10 @@ func (c *Classroom) remember(w http.ResponseWriter, r *http.Request, rl role, to
 func refuse(w http.ResponseWriter, rl role) {
 	if rl == roleNone {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="ccmlab classroom"`)
-		jsonError(w, http.StatusUnauthorized, "this page needs a token: open your link from students.csv, or send Authorization: Bearer <token>")
+		httpguard.WriteError(w, http.StatusUnauthorized, "this page needs a token: open your link from students.csv, or send Authorization: Bearer <token>")
 		return
 	}
-	jsonError(w, http.StatusForbidden, "this token does not open this page")
+	httpguard.WriteError(w, http.StatusForbidden, "this token does not open this page")
 }
 
 // instructor guards the dashboard and its API (the guard has refused
@@ -324,14 +322,14 @@ func (c *Classroom) student(w http.ResponseWriter, r *http.Request) {
 	}
 	if !known {
 		// Only the instructor's token gets here.
-		jsonError(w, http.StatusNotFound, fmt.Sprintf("no student %q in this class", name))
+		httpguard.WriteError(w, http.StatusNotFound, fmt.Sprintf("no student %q in this class", name))
 		return
 	}
 	// The instructor looks, the student acts: an instructor who could
 	// click in a student's lab could undo their work by mistake. The
 	// dashboard's actions go to the labs directly, not through here.
 	if rl == roleInstructor && r.Method != http.MethodGet && r.Method != http.MethodHead {
-		jsonError(w, http.StatusForbidden, "the instructor's view of a student's lab is read-only; use the dashboard's actions")
+		httpguard.WriteError(w, http.StatusForbidden, "the instructor's view of a student's lab is read-only; use the dashboard's actions")
 		return
 	}
 	prefix := "/s/" + name
@@ -344,7 +342,7 @@ func (c *Classroom) student(w http.ResponseWriter, r *http.Request) {
 	defer end()
 	addr, err := c.backend.Ensure(r.Context(), name)
 	if err != nil {
-		jsonError(w, http.StatusBadGateway, err.Error())
+		httpguard.WriteError(w, http.StatusBadGateway, err.Error())
 		return
 	}
 	c.proxy(name, addr, prefix).ServeHTTP(w, r)
@@ -407,7 +405,7 @@ func (c *Classroom) proxy(name, addr, prefix string) *httputil.ReverseProxy {
 			if errors.Is(err, context.Canceled) {
 				return
 			}
-			jsonError(w, http.StatusBadGateway, fmt.Sprintf("the lab of %s did not answer: %v", name, err))
+			httpguard.WriteError(w, http.StatusBadGateway, fmt.Sprintf("the lab of %s did not answer: %v", name, err))
 		},
 	}
 }

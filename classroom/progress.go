@@ -1,26 +1,18 @@
 package classroom
 
 import (
-	"bytes"
 	"context"
-	"encoding/csv"
 	"encoding/json"
-	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/coder/websocket"
-
-	"github.com/ccmlab/ccmlab/internal/httpguard"
+	"github.com/ccmlab/ccmlab/classroom/labclient"
 	"github.com/ccmlab/ccmlab/lab/flow"
+	"github.com/ccmlab/ccmlab/server/hub"
 	"github.com/ccmlab/ccmlab/server/stream"
 )
 
@@ -118,7 +110,7 @@ type studentProgress struct {
 }
 
 func newClass(cfg *Config, t *tokens) *class {
-	c := &class{cfg: cfg, tokens: t, log: cfg.Logger.With("component", "progress"), client: &http.Client{Timeout: 2 * time.Minute},
+	c := &class{cfg: cfg, tokens: t, log: cfg.Logger.With("component", "progress"), client: &http.Client{Timeout: labclient.DefaultTimeout},
 		students: map[string]*studentProgress{}, subs: map[chan struct{}]struct{}{}}
 	for _, s := range cfg.Students {
 		c.students[s] = &studentProgress{exercises: map[string]ExerciseCell{}}
@@ -223,30 +215,28 @@ func (c *class) watch(ctx context.Context, name, addr string, done <-chan struct
 	}()
 }
 
-type streamMsg struct {
-	Type string          `json:"type"`
-	Data json.RawMessage `json:"data"`
+// lab is the client of a student's lab at addr (a lab that restarts may
+// come back at another address, so it is made per call; cheap).
+func (c *class) lab(name, addr string) (*labclient.Client, error) {
+	return labclient.New(labclient.Config{Addr: addr, Token: c.tokens.students[name], HTTP: c.client})
 }
 
 // follow reads the lab's /ws. A snapshot (every connect) and each
 // "exercise" message make the portal re-read the lab's progress.
 func (c *class) follow(ctx context.Context, name, addr string) error {
-	conn, _, err := websocket.Dial(ctx, "ws://"+addr+"/ws", &websocket.DialOptions{
-		HTTPHeader: http.Header{"Authorization": {"Bearer " + c.tokens.students[name]}},
-	})
+	lab, err := c.lab(name, addr)
 	if err != nil {
 		return err
 	}
-	defer conn.CloseNow()
-	conn.SetReadLimit(64 << 20) // snapshots are big
+	st, err := lab.Stream(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
 	for {
-		_, b, err := conn.Read(ctx)
+		m, err := st.Next(ctx)
 		if err != nil {
 			return err
-		}
-		var m streamMsg
-		if err := json.Unmarshal(b, &m); err != nil {
-			continue
 		}
 		switch m.Type {
 		case stream.TypeSnapshot:
@@ -254,7 +244,7 @@ func (c *class) follow(ctx context.Context, name, addr string) error {
 			if err := json.Unmarshal(m.Data, &snap); err == nil {
 				c.stuckSnapshot(name, snap)
 			}
-			c.refresh(ctx, name, addr, "")
+			c.refresh(ctx, lab, name, "")
 		case stream.TypeNodeFlow:
 			var ch stream.NodeFlowChange
 			if err := json.Unmarshal(m.Data, &ch); err == nil {
@@ -273,15 +263,13 @@ func (c *class) follow(ctx context.Context, name, addr string) error {
 				}
 				c.stuckChange(name, "service", ch.Key, st)
 			}
-		case "resync":
-			c.refresh(ctx, name, addr, "")
-		case "exercise":
-			var d struct {
-				Exercise string `json:"exercise"`
-			}
+		case hub.TypeResync:
+			c.refresh(ctx, lab, name, "")
+		case stream.TypeExercise:
+			var d stream.Exercise
 			_ = json.Unmarshal(m.Data, &d)
-			c.refresh(ctx, name, addr, d.Exercise)
-		case "bye":
+			c.refresh(ctx, lab, name, d.Exercise)
+		case stream.TypeBye:
 			return nil
 		}
 	}
@@ -343,36 +331,11 @@ func (c *class) stuckChange(name, kind, key string, st *flow.Stuck) {
 	c.notifyLocked()
 }
 
-// summary is the part of the lab's GET /api/exercises the portal reads.
-type summary struct {
-	ID          string `json:"id"`
-	Title       string `json:"title"`
-	Available   bool   `json:"available"`
-	Steps       int    `json:"steps"`
-	StepsPassed int    `json:"stepsPassed"`
-	Done        bool   `json:"done"`
-	// Counted by the lab; a lab of an older version says 0.
-	WrongAnswers int `json:"wrongAnswers"`
-	HintsOpened  int `json:"hintsOpened"`
-}
-
-type detail struct {
-	StartedAt   time.Time `json:"startedAt"`
-	CurrentStep string    `json:"currentStep"`
-	Steps       []struct {
-		ID       string    `json:"id"`
-		Title    string    `json:"title"`
-		Passed   bool      `json:"passed"`
-		PassedAt time.Time `json:"passedAt"`
-		Attempts int       `json:"attempts"`
-	} `json:"steps"`
-}
-
 // refresh re-reads a lab's progress; exercise, when known, is the one the
 // lab just reported on.
-func (c *class) refresh(ctx context.Context, name, addr, exercise string) {
-	var list []summary
-	if err := c.labJSON(ctx, name, addr, http.MethodGet, "/api/exercises", nil, &list); err != nil {
+func (c *class) refresh(ctx context.Context, lab *labclient.Client, name, exercise string) {
+	list, err := lab.Exercises(ctx)
+	if err != nil {
 		c.log.Debug("reading a lab's exercises", "student", name, "err", err)
 		return
 	}
@@ -400,8 +363,7 @@ func (c *class) refresh(ctx context.Context, name, addr, exercise string) {
 	}
 	var cur *Current
 	if last != "" {
-		var d detail
-		if err := c.labJSON(ctx, name, addr, http.MethodGet, "/api/exercises/"+url.PathEscape(last), nil, &d); err == nil {
+		if d, err := lab.Exercise(ctx, last); err == nil {
 			cur = &Current{Exercise: last, Step: d.CurrentStep, Since: d.StartedAt}
 			for _, st := range d.Steps {
 				if st.Passed && st.PassedAt.After(cur.Since) {
@@ -425,301 +387,4 @@ func (c *class) refresh(ctx context.Context, name, addr, exercise string) {
 	p.updated = c.cfg.Clock.Now().UTC()
 	c.notifyLocked()
 	c.mu.Unlock()
-}
-
-// labError is a lab's answer that was not a success.
-type labError struct {
-	Method, Path, Status, Message string
-	Code                          int
-}
-
-func (e *labError) Error() string {
-	return fmt.Sprintf("%s %s: %s: %s", e.Method, e.Path, e.Status, e.Message)
-}
-
-// labJSON calls a lab's API with the student's token.
-func (c *class) labJSON(ctx context.Context, name, addr, method, path string, body, out any) error {
-	b, err := c.labRaw(ctx, name, addr, method, path, body)
-	if err != nil {
-		return err
-	}
-	if out != nil {
-		return json.Unmarshal(b, out)
-	}
-	return nil
-}
-
-// labRaw calls a lab's API with the student's token and returns the body
-// of a 2xx answer; any other is a *labError.
-func (c *class) labRaw(ctx context.Context, name, addr, method, path string, body any) ([]byte, error) {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return nil, err
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, rd)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+c.tokens.students[name])
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	res, err := c.client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(res.Body, 16<<20))
-	if res.StatusCode/100 != 2 {
-		var e struct {
-			Message string `json:"message"`
-			Error   string `json:"error"`
-		}
-		_ = json.Unmarshal(b, &e)
-		msg := e.Message + e.Error
-		if msg == "" {
-			msg = string(bytes.TrimSpace(b))
-		}
-		return nil, &labError{Method: method, Path: path, Status: res.Status, Message: msg, Code: res.StatusCode}
-	}
-	return b, nil
-}
-
-func (c *Classroom) getClass(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, c.class.snapshot())
-}
-
-// classEvents streams the class as server-sent events: the whole class
-// after every change (a class is small), and every few seconds so the
-// "stuck for" times move.
-func (c *Classroom) classEvents(w http.ResponseWriter, r *http.Request) {
-	fl, ok := w.(http.Flusher)
-	if !ok {
-		jsonError(w, http.StatusInternalServerError, "streaming unsupported")
-		return
-	}
-	ch, stop := c.class.subscribe()
-	defer stop()
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	tick := c.cfg.Clock.NewTicker(5 * time.Second)
-	defer tick.Stop()
-	for {
-		b, _ := json.Marshal(c.class.snapshot())
-		if _, err := fmt.Fprintf(w, "event: class\ndata: %s\n\n", b); err != nil {
-			return
-		}
-		fl.Flush()
-		select {
-		case <-r.Context().Done():
-			return
-		case <-ch:
-		case <-tick.C():
-		}
-	}
-}
-
-// classCSV exports one line per student and exercise.
-func (c *Classroom) classCSV(w http.ResponseWriter, r *http.Request) {
-	cl := c.class.snapshot()
-	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
-	w.Header().Set("Content-Disposition", `attachment; filename="class-progress.csv"`)
-	cw := csv.NewWriter(w)
-	_ = cw.Write([]string{"student", "exercise", "steps", "steps_passed", "done", "current_step", "stuck_seconds", "lab_stuck_reason", "lab_stuck_seconds", "wrong_answers", "hints_opened"})
-	for _, s := range cl.Students {
-		labReason, labStuck := "", ""
-		if len(s.Stuck) > 0 {
-			labReason, labStuck = s.Stuck[0].Reason, strconv.FormatInt(s.Stuck[0].Seconds, 10)
-		}
-		for _, ex := range cl.Exercises {
-			cell := s.Exercises[ex.ID]
-			step, stuck := "", ""
-			if s.Current != nil && s.Current.Exercise == ex.ID {
-				step, stuck = s.Current.Step, strconv.FormatInt(s.Current.StuckSeconds, 10)
-			}
-			_ = cw.Write([]string{s.Name, ex.ID, strconv.Itoa(ex.Steps), strconv.Itoa(cell.StepsPassed), strconv.FormatBool(cell.Done), step, stuck, labReason, labStuck,
-				strconv.Itoa(cell.WrongAnswers), strconv.Itoa(cell.HintsOpened)})
-		}
-	}
-	cw.Flush()
-}
-
-// ActionResult is what one lab answered to an action.
-type ActionResult struct {
-	Student string `json:"student"`
-	OK      bool   `json:"ok"`
-	Error   string `json:"error,omitempty"`
-}
-
-type actionTarget struct {
-	// Students the action applies to; empty means everyone.
-	Students []string `json:"students"`
-}
-
-// knownStudents refuses (400) a target list naming someone not in the
-// class, or someone twice, before anything is sent to any lab.
-func (c *Classroom) knownStudents(w http.ResponseWriter, students []string) bool {
-	seen := map[string]bool{}
-	for _, s := range students {
-		if !c.known(s) {
-			jsonError(w, http.StatusBadRequest, fmt.Sprintf("no student %q in this class", s))
-			return false
-		}
-		if seen[s] {
-			jsonError(w, http.StatusBadRequest, fmt.Sprintf("student %q is named twice", s))
-			return false
-		}
-		seen[s] = true
-	}
-	return true
-}
-
-// each runs fn on every targeted lab that is running, in parallel. A lab
-// that is not running is reported, not started: resetting a class should
-// not start thirty labs.
-func (c *Classroom) each(ctx context.Context, students []string, fn func(ctx context.Context, name, addr string) error) ([]ActionResult, error) {
-	if len(students) == 0 {
-		students = c.cfg.Students
-	}
-	for _, s := range students {
-		if !c.known(s) {
-			return nil, fmt.Errorf("no student %q in this class", s)
-		}
-	}
-	out := make([]ActionResult, len(students))
-	var wg sync.WaitGroup
-	for i, s := range students {
-		out[i].Student = s
-		state, addr := c.backend.Status(s)
-		if state != stateReady {
-			out[i].Error = "the lab is " + state
-			continue
-		}
-		wg.Go(func() {
-			if err := fn(ctx, s, addr); err != nil {
-				out[i].Error = err.Error()
-			} else {
-				out[i].OK = true
-			}
-		})
-	}
-	wg.Wait()
-	return out, nil
-}
-
-// decodeBody reads an action's body with httpguard.DecodeJSON (64 KiB,
-// application/json, no duplicate keys, no unknown fields), answering the
-// refusal itself.
-func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
-	if e := httpguard.DecodeJSON(w, r, v, httpguard.DecodeOptions{}); e != nil {
-		jsonError(w, e.Code, e.Msg)
-		return false
-	}
-	return true
-}
-
-// exerciseRE is the shape of an exercise id.
-var exerciseRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
-
-// knownExercises are the class's exercise ids: the dashboard's columns,
-// else what the first running lab lists; nil when no lab has said (then
-// no lab runs, and an action reaches none).
-func (c *Classroom) knownExercises(ctx context.Context) []string {
-	c.class.mu.Lock()
-	var ids []string
-	for _, ex := range c.class.exercises {
-		ids = append(ids, ex.ID)
-	}
-	c.class.mu.Unlock()
-	if ids != nil {
-		return ids
-	}
-	for _, s := range c.cfg.Students {
-		state, addr := c.backend.Status(s)
-		if state != stateReady {
-			continue
-		}
-		var list []summary
-		if err := c.class.labJSON(ctx, s, addr, http.MethodGet, "/api/exercises", nil, &list); err != nil {
-			continue
-		}
-		for _, ex := range list {
-			ids = append(ids, ex.ID)
-		}
-		return ids
-	}
-	return nil
-}
-
-// actionReset resets one exercise in the chosen labs:
-// {"exercise": "node-init", "students": ["alice"]}.
-func (c *Classroom) actionReset(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		actionTarget
-		Exercise string `json:"exercise"`
-	}
-	if !decodeBody(w, r, &req) {
-		return
-	}
-	if req.Exercise == "" {
-		jsonError(w, http.StatusBadRequest, `say which exercise: {"exercise": "<id>"}`)
-		return
-	}
-	if !exerciseRE.MatchString(req.Exercise) {
-		jsonError(w, http.StatusBadRequest, fmt.Sprintf("exercise %q: give an exercise's id, like node-init", req.Exercise))
-		return
-	}
-	if !c.knownStudents(w, req.Students) {
-		return
-	}
-	if ids := c.knownExercises(r.Context()); ids != nil && !slices.Contains(ids, req.Exercise) {
-		jsonError(w, http.StatusNotFound, fmt.Sprintf("no exercise %q in the class's labs (they have %s)", req.Exercise, strings.Join(ids, ", ")))
-		return
-	}
-	res, err := c.each(r.Context(), req.Students, func(ctx context.Context, name, addr string) error {
-		return c.class.labJSON(ctx, name, addr, http.MethodPost, "/api/exercises/"+url.PathEscape(req.Exercise)+"/reset", nil, nil)
-	})
-	if err != nil {
-		jsonError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	writeJSON(w, res)
-}
-
-// actionLatency sets the cloud latency in the chosen labs, keeping their
-// other faults: {"latency": "2s", "students": []}.
-func (c *Classroom) actionLatency(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		actionTarget
-		Latency string `json:"latency"`
-	}
-	if !decodeBody(w, r, &req) {
-		return
-	}
-	d, err := time.ParseDuration(req.Latency)
-	if err != nil || d < 0 || d > time.Minute {
-		jsonError(w, http.StatusBadRequest, fmt.Sprintf("latency %q: want a duration from 0s to 1m, like \"2s\"", req.Latency))
-		return
-	}
-	if !c.knownStudents(w, req.Students) {
-		return
-	}
-	res, err := c.each(r.Context(), req.Students, func(ctx context.Context, name, addr string) error {
-		var faults map[string]any
-		if err := c.class.labJSON(ctx, name, addr, http.MethodGet, "/api/cloud/faults", nil, &faults); err != nil {
-			return err
-		}
-		faults["latency"] = d.String()
-		return c.class.labJSON(ctx, name, addr, http.MethodPut, "/api/cloud/faults", faults, nil)
-	})
-	if err != nil {
-		jsonError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	writeJSON(w, res)
 }

@@ -100,8 +100,9 @@ func (s *Server) healthz(c echo.Context) error {
 	return c.String(http.StatusOK, "ok")
 }
 
-// errorHandler answers every error as {"error": "..."} so clients never
-// have to parse HTML or guess.
+// errorHandler answers every error as {"error": "..."}, through the writer
+// every ccmlab server shares, so clients never have to parse HTML or
+// guess.
 func (s *Server) errorHandler(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
@@ -132,5 +133,5 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		_ = c.NoContent(code)
 		return
 	}
-	_ = c.JSON(code, map[string]string{"error": msg})
+	httpguard.WriteError(c.Response(), code, msg)
 }

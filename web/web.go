@@ -82,7 +82,7 @@ const csp = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 's
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
-		jsonError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s is not allowed on %s", r.Method, r.URL.Path))
+		httpguard.WriteError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s is not allowed on %s", r.Method, r.URL.Path))
 		return
 	}
 	switch {
@@ -97,7 +97,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r2.URL.Path = h.assets.base + "icon.svg"
 		h.assets.serve(w, r2)
 	default:
-		jsonError(w, http.StatusNotFound, "no such page: "+r.URL.Path+" (the lab's page is at /)")
+		httpguard.WriteError(w, http.StatusNotFound, "no such page: "+r.URL.Path+" (the lab's page is at /)")
 	}
 }
 
@@ -167,8 +167,6 @@ func preferred(header string) (Lang, bool) {
 	return best, best != ""
 }
 
-func jsonError(w http.ResponseWriter, code int, msg string) { httpguard.WriteError(w, code, msg) }
-
 // assets are the embedded static files, indexed by their path under
 // /static/<version>/.
 type assets struct {
@@ -230,7 +228,7 @@ func (a *assets) serve(w http.ResponseWriter, r *http.Request) {
 	version, name, ok := strings.Cut(rest, "/")
 	f, found := a.files[name]
 	if !ok || !found || strings.Contains(name, "..") {
-		jsonError(w, http.StatusNotFound, "no such asset: "+r.URL.Path)
+		httpguard.WriteError(w, http.StatusNotFound, "no such asset: "+r.URL.Path)
 		return
 	}
 	hd := w.Header()

@@ -84,7 +84,7 @@ async function loadCauses() {
     if (!res.ok) throw new Error(data.error || res.statusText);
     const sel = document.getElementById("challenge-cause");
     const lang = (navigator.language || "en").startsWith("ja") ? "ja" : "en";
-    for (const c of data.causes) sel.append(el("option", { value: c.id, text: c[lang] || c.en || c.id }));
+    for (const c of data.causes) sel.append(el("option", { value: c.id, text: c.label[lang] || c.label.en || c.id }));
     status.textContent = "";
   } catch (e) {
     status.textContent = e.message;

@@ -12,6 +12,13 @@ import (
 	"strings"
 )
 
+// ErrorBody is the body of every refusal of every ccmlab server:
+// {"error": "..."}. Clients (the page's api(), the classroom's lab
+// client) read it with this type, so the shape is written down once.
+type ErrorBody struct {
+	Error string `json:"error"`
+}
+
 // WriteError answers {"error": msg} with code. Every refusal of every
 // ccmlab server goes through it, so clients parse one shape.
 func WriteError(w http.ResponseWriter, code int, msg string) {
@@ -20,7 +27,7 @@ func WriteError(w http.ResponseWriter, code int, msg string) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
+	_ = json.NewEncoder(w).Encode(ErrorBody{Error: msg})
 }
 
 // Config says which Host headers a server answers to. Loopback names and

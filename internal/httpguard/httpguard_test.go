@@ -150,3 +150,35 @@ func TestDecodeJSON(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteError: every refusal is {"error": msg} with its status, as
+// JSON that no browser sniffs or caches, and reads back as ErrorBody.
+func TestWriteError(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		code int
+		msg  string
+		want string
+	}{
+		{"plain", http.StatusBadRequest, "bad input", `{"error":"bad input"}` + "\n"},
+		{"quotes and markup", http.StatusNotFound, `no exercise "<x>"`, `{"error":"no exercise \"\u003cx\u003e\""}` + "\n"},
+		{"empty message", http.StatusInternalServerError, "", `{"error":""}` + "\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			WriteError(rec, tc.code, tc.msg)
+			if rec.Code != tc.code || rec.Body.String() != tc.want {
+				t.Errorf("%d %q, want %d %q", rec.Code, rec.Body.String(), tc.code, tc.want)
+			}
+			for k, v := range map[string]string{"Content-Type": "application/json", "X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"} {
+				if got := rec.Header().Get(k); got != v {
+					t.Errorf("%s: %q, want %q", k, got, v)
+				}
+			}
+			var b ErrorBody
+			if err := json.Unmarshal(rec.Body.Bytes(), &b); err != nil || b.Error != tc.msg {
+				t.Errorf("reads back as %+v (%v), want %q", b, err, tc.msg)
+			}
+		})
+	}
+}

@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/ccmlab/ccmlab/internal/httpguard"
 )
 
 // The recording is the hub's bounded history as a player can use it: a
@@ -264,23 +266,23 @@ func (h *Hub) recordingLocked(since recordingSince) [][]byte {
 func (h *Hub) ServeRecording(w http.ResponseWriter, r *http.Request) {
 	since, err := parseRecordingSince(r.URL.RawQuery)
 	if err != nil {
-		writeJSONError(w, http.StatusBadRequest, msgBadRecordingSince)
+		httpguard.WriteError(w, http.StatusBadRequest, msgBadRecordingSince)
 		return
 	}
 	if !h.recordingOn() {
-		writeJSONError(w, http.StatusNotFound, "this lab keeps no recording")
+		httpguard.WriteError(w, http.StatusNotFound, "this lab keeps no recording")
 		return
 	}
 	lines, err := h.recording(r.Context(), since)
 	if err != nil {
 		if errors.Is(err, ErrClosed) {
 			w.Header().Set("Retry-After", "1")
-			writeJSONError(w, http.StatusServiceUnavailable, "hub is shutting down")
+			httpguard.WriteError(w, http.StatusServiceUnavailable, "hub is shutting down")
 			return
 		}
 		h.log.Warn("hub: recording failed", "err", err)
 		w.Header().Set("Retry-After", "1")
-		writeJSONError(w, http.StatusServiceUnavailable, "no recording yet: "+err.Error())
+		httpguard.WriteError(w, http.StatusServiceUnavailable, "no recording yet: "+err.Error())
 		return
 	}
 	hd := w.Header()

@@ -85,10 +85,6 @@ func parseSince(rawQuery string) (since uint64, ok bool, err error) {
 	return n, true, nil
 }
 
-func writeJSONError(w http.ResponseWriter, code int, msg string) {
-	httpguard.WriteError(w, code, msg)
-}
-
 // hijackRecorder remembers the net.Conn that websocket.Accept hijacks so
 // that Close can tear it down even while coder/websocket is blocked.
 type hijackRecorder struct {
@@ -127,7 +123,7 @@ func canHijack(w http.ResponseWriter) bool {
 func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	since, hasSince, err := parseSince(r.URL.RawQuery)
 	if err != nil {
-		writeJSONError(w, http.StatusBadRequest, msgBadSince)
+		httpguard.WriteError(w, http.StatusBadRequest, msgBadSince)
 		return
 	}
 	if h.cfg.Epoch != "" && r.URL.Query().Get("epoch") != h.cfg.Epoch {
@@ -137,7 +133,7 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.closed {
 		h.mu.Unlock()
 		w.Header().Set("Retry-After", "1")
-		writeJSONError(w, http.StatusServiceUnavailable, "hub is shutting down")
+		httpguard.WriteError(w, http.StatusServiceUnavailable, "hub is shutting down")
 		return
 	}
 	h.wg.Add(1)

@@ -187,7 +187,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if r.URL.RawQuery != "" && r.URL.Query().Has("since") {
-			jsonError(w, http.StatusBadRequest, "a replay serves its whole recording; since is not supported here")
+			httpguard.WriteError(w, http.StatusBadRequest, "a replay serves its whole recording; since is not supported here")
 			return
 		}
 		h := w.Header()
@@ -200,7 +200,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			_, _ = w.Write(s.cfg.Recording)
 		}
 	case p == "/ws" || strings.HasPrefix(p, "/api/"):
-		jsonError(w, http.StatusNotFound, notLive)
+		httpguard.WriteError(w, http.StatusNotFound, notLive)
 	default:
 		s.page.ServeHTTP(w, r)
 	}
@@ -211,8 +211,6 @@ func readOnly(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	w.Header().Set("Allow", "GET, HEAD")
-	jsonError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s is not allowed on %s", r.Method, r.URL.Path))
+	httpguard.WriteError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s is not allowed on %s", r.Method, r.URL.Path))
 	return false
 }
-
-func jsonError(w http.ResponseWriter, code int, msg string) { httpguard.WriteError(w, code, msg) }

@@ -154,6 +154,10 @@ func TestClassroomDashboard(t *testing.T) {
 	// challenge is named, not silently ignored.
 	b.waitFor(t, "the challenge's causes, or why there are none",
 		`document.querySelectorAll('[data-testid="challenge-cause"] option').length > 1 || `+q("challenge-status")+`.textContent.includes('no diagnosis challenge')`, 30*time.Second)
+	// Each cause shows its label (the lab's CauseView.label), not its id.
+	if unlabeled := eval[int](t, b, `[...document.querySelectorAll('[data-testid="challenge-cause"] option')].filter((o) => o.value && (!o.textContent || o.textContent === o.value)).length`); unlabeled != 0 {
+		t.Errorf("%d of the challenge's causes show no label", unlabeled)
+	}
 
 	alice := p.students["alice"]
 	p.call(t, "POST", "/s/alice/api/cloud/instances", alice, nil)
