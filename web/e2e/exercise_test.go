@@ -122,9 +122,9 @@ func TestExercisePendingThroughThePage(t *testing.T) {
 
 	// Step 1: the Service controller off, with the page's switch.
 	sw := "ctrl-switch-service"
-	b.waitFor(t, "the Service controller's switch on", q(sw)+`.getAttribute("aria-checked") === "true"`, 10*time.Second)
+	b.waitFor(t, "the Service controller's switch on", settled(sw, true), 10*time.Second)
 	b.click(t, sw)
-	b.waitFor(t, "the Service controller off", q(sw)+`.getAttribute("aria-checked") === "false"`, switchWait)
+	b.waitFor(t, "the Service controller off", settled(sw, false), switchWait)
 	// The lab checks by itself: the step turns green without a click.
 	b.waitFor(t, "step 1 passed by the lab's own check", `(() => { const e = `+q("ex-step-service-off")+`; return e && e.dataset.status === "passed"; })()`, 30*time.Second)
 	b.waitFor(t, "the explanation after success", q("ex-explanation-service-off")+` !== null`, 5*time.Second)
@@ -193,7 +193,7 @@ func TestExercisePendingThroughThePage(t *testing.T) {
 
 	// Step 4: the Service controller back on, with the page's switch.
 	b.click(t, sw)
-	b.waitFor(t, "the Service controller on", q(sw)+`.getAttribute("aria-checked") === "true"`, switchWait)
+	b.waitFor(t, "the Service controller on", settled(sw, true), switchWait)
 	b.waitFor(t, "EXTERNAL-IP filled on the page", q("svc-row-default/web")+` && `+q("svc-row-default/web")+`.querySelector('[data-testid="svc-external-ip"]').textContent.includes("elb")`, 60*time.Second)
 	if st, out := consoleRun(t, b, "kubectl describe svc web"); st != "ok" || !strings.Contains(out, "EnsuredLoadBalancer") {
 		t.Errorf("kubectl describe svc web: %s %q, want the EnsuredLoadBalancer event", st, out)

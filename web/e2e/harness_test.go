@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -33,11 +34,21 @@ import (
 
 // switchWait bounds how long a test waits for a switch to show its new
 // state. A switch rolls the CCM's DaemonSet Pod (a new Pod, a new process,
-// a new leader): a fraction of a second on a quiet machine, but twice more
-// than 15 s in a full CI run on 2 cores, with no controller slow to stop in
-// the lab's log. The test waits on the condition, so the bound costs
-// nothing when it is met early.
+// a new leader): a fraction of a second on a quiet machine, seconds on a
+// loaded one. The test waits on the condition, so the bound costs nothing
+// when it is met early.
 const switchWait = 60 * time.Second
+
+// settled is the JS condition "the switch shows on (or off) and is no
+// longer switching". Its aria-checked alone is not enough: while the CCM
+// Pod rolls, the stream reports every controller off before the PUT that
+// asked for the roll has answered, and the page ignores a click on a
+// switch still busy with the previous one. A test that clicked again at
+// that moment (the Service controller's switch, on the upstream provider
+// whose roll takes longer) waited forever for a change never asked for.
+func settled(testid string, on bool) string {
+	return q(testid) + `.getAttribute("aria-checked") === "` + strconv.FormatBool(on) + `" && !` + q(testid) + `.hasAttribute("aria-busy")`
+}
 
 var (
 	repoRoot string
@@ -186,6 +197,9 @@ func startLab(t testing.TB, args ...string) *lab {
 	exited := make(chan struct{})
 	go func() { _ = l.cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
+		if t.Failed() {
+			l.diagnose(t)
+		}
 		_ = l.cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-exited:
@@ -196,7 +210,7 @@ func startLab(t testing.TB, args ...string) *lab {
 		stderr.Close()
 		if t.Failed() {
 			if b, err := os.ReadFile(stderr.Name()); err == nil {
-				t.Logf("lab stderr (last 4 KB):\n%s", tail(b, 4096))
+				t.Logf("lab stderr (last 40 KB):\n%s", tail(b, 40960))
 			}
 		}
 	})
@@ -298,6 +312,7 @@ type browser struct {
 
 	mu       sync.Mutex
 	requests []string // every URL the page asked for
+	actions  []string // every request but a GET, and every fetch's answer, in order (for dump)
 	problems []string // uncaught exceptions and console errors
 }
 
@@ -350,6 +365,13 @@ func (b *browser) listen(ev any) {
 	switch e := ev.(type) {
 	case *network.EventRequestWillBeSent:
 		b.requests = append(b.requests, e.Request.URL)
+		if e.Request.Method != http.MethodGet {
+			b.actions = append(b.actions, fmt.Sprintf("%s %s %s %s", time.Now().Format("15:04:05.000"), e.RequestID, e.Request.Method, e.Request.URL))
+		}
+	case *network.EventResponseReceived:
+		if e.Type == network.ResourceTypeFetch {
+			b.actions = append(b.actions, fmt.Sprintf("%s %s -> %d", time.Now().Format("15:04:05.000"), e.RequestID, e.Response.Status))
+		}
 	case *network.EventWebSocketCreated:
 		b.requests = append(b.requests, e.URL)
 	case *runtime.EventExceptionThrown:
@@ -466,8 +488,9 @@ func (b *browser) click(t testing.TB, testid string) {
 		// the release in the same task, but give the renderer time anyway.
 		b.waitFor(t, "the click on "+testid+" to reach the page", `window.__ccmClick !== null`, 15*time.Second)
 		landed := eval[string](t, b, `(() => {
-  const c = window.__ccmClick, el = document.querySelector(`+js(sel(testid))+`);
-  if (el && el.contains(c)) return "hit";
+  // closest also answers for a control its own click removed.
+  const c = window.__ccmClick;
+  if (c.closest(`+js(sel(testid))+`)) return "hit";
   const a = c.closest("[data-action], a, button, input, select, summary, label");
   if (!a) return "";
   return a.getAttribute("data-testid") || a.getAttribute("data-action") || a.tagName;
@@ -503,12 +526,14 @@ func (b *browser) dump(t testing.TB) {
 	defer cancel()
 	text, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => {
 		const q = (id) => { const e = document.querySelector('[data-testid="' + id + '"]'); return e ? (e.dataset.state || e.dataset.status || '') + ' ' + e.innerText.slice(0, 400) : '-'; };
-		return ['conn-status', 'svc-strip', 'svc-stuck', 'svc-step-count', 'node-timeline', 'node-taint', 'trace-result', 'action-error', 'controllers'].map((id) => id + ': ' + q(id)).join('\n');
+		const alert = document.getElementById('alert');
+		return 'last alert: ' + (alert ? alert.textContent : '-') + '\n' + ['conn-status', 'svc-strip', 'svc-stuck', 'svc-step-count', 'node-timeline', 'node-taint', 'trace-result', 'action-error', 'controllers'].map((id) => id + ': ' + q(id)).join('\n');
 	})()`))
 	b.mu.Lock()
 	problems := strings.Join(b.problems, "\n")
+	actions := strings.Join(b.actions, "\n")
 	b.mu.Unlock()
-	t.Logf("page state:\n%s\npage errors so far:\n%s", text, problems)
+	t.Logf("page state:\n%s\npage errors so far:\n%s\nthe page's requests (but GETs) and fetch answers:\n%s", text, problems, actions)
 }
 
 func sel(testid string) string { return `[data-testid="` + testid + `"]` }

@@ -89,9 +89,9 @@ func TestServiceFlow(t *testing.T) {
 	b := openPage(t, l, "ja")
 
 	sw := "ctrl-switch-service"
-	b.waitFor(t, "the Service controller's switch", q(sw)+` && `+q(sw)+`.getAttribute("aria-checked") === "true"`, 10*time.Second)
+	b.waitFor(t, "the Service controller's switch", q(sw)+` && `+settled(sw, true), 10*time.Second)
 	b.click(t, sw)
-	b.waitFor(t, "the Service controller off", q(sw)+`.getAttribute("aria-checked") === "false" && `+q("ctrl-service")+`.dataset.state === "off"`, switchWait)
+	b.waitFor(t, "the Service controller off", settled(sw, false)+` && `+q("ctrl-service")+`.dataset.state === "off"`, switchWait)
 
 	createWeb(t, kubeClient(t, l))
 
@@ -121,7 +121,7 @@ func TestServiceFlow(t *testing.T) {
 	}
 
 	b.click(t, sw)
-	b.waitFor(t, "the Service controller on", q(sw)+`.getAttribute("aria-checked") === "true"`, switchWait)
+	b.waitFor(t, "the Service controller on", settled(sw, true), switchWait)
 	b.waitFor(t, "step 5", `Number(`+q("svc-step-count")+`.dataset.step) >= 5 && `+q("svc-step-status")+`.dataset.status === "done"`, 60*time.Second)
 
 	var lbs []struct {
@@ -171,7 +171,7 @@ func TestNodeInit(t *testing.T) {
 	b := openPage(t, l, "en")
 
 	b.click(t, "stepmode-switch")
-	b.waitFor(t, "step mode on", q("stepmode-switch")+`.getAttribute("aria-checked") === "true"`, 10*time.Second)
+	b.waitFor(t, "step mode on", settled("stepmode-switch", true), 10*time.Second)
 	b.click(t, "launch-instance")
 	// RunInstances itself is held now. Let calls through from the page, one
 	// at a time, up to and including RunInstances; nothing after it, so the
@@ -207,7 +207,7 @@ func TestNodeInit(t *testing.T) {
 
 	// Let everything through: the Node controller initializes the node.
 	b.click(t, "stepmode-switch")
-	b.waitFor(t, "step mode off", q("stepmode-switch")+`.getAttribute("aria-checked") === "false"`, 10*time.Second)
+	b.waitFor(t, "step mode off", settled("stepmode-switch", false), 10*time.Second)
 	b.waitFor(t, "the taint removed",
 		q("node-step-queried")+`.dataset.status === "done" && `+
 			q("node-step-written")+`.dataset.status === "done" && `+
@@ -233,17 +233,17 @@ func TestCloudActions(t *testing.T) {
 	b := openPage(t, l, "en")
 
 	b.click(t, "fault-deny")
-	b.waitFor(t, "the deny switch on", q("fault-deny")+`.getAttribute("aria-checked") === "true" && `+q("faults-now")+`.textContent.includes("CreateLoadBalancer")`, 10*time.Second)
+	b.waitFor(t, "the deny switch on", settled("fault-deny", true)+` && `+q("faults-now")+`.textContent.includes("CreateLoadBalancer")`, 10*time.Second)
 	createWeb(t, kubeClient(t, l))
 	b.waitFor(t, "the refusal explained", q("svc-stuck")+`.dataset.reason === "cloud-error" && `+q("svc-step-create")+`.dataset.status === "stuck"`, 60*time.Second)
 	b.waitFor(t, "a red ERROR row in the call log",
 		`[...document.querySelectorAll('[data-testid="calls"] tr[data-state="error"]')].some((r) => r.dataset.errorCode === "AccessDenied" && r.textContent.includes(`+js(web.T(web.EN, "call.error"))+`))`, 10*time.Second)
 	b.click(t, "fault-deny")
-	b.waitFor(t, "the deny switch off", q("fault-deny")+`.getAttribute("aria-checked") === "false"`, 10*time.Second)
+	b.waitFor(t, "the deny switch off", settled("fault-deny", false), 10*time.Second)
 	b.waitFor(t, "step 5 after the controller's retry", `Number(`+q("svc-step-count")+`.dataset.step) >= 5`, 90*time.Second)
 
 	b.click(t, "fault-throttle")
-	b.waitFor(t, "the throttle switch on", q("fault-throttle")+`.getAttribute("aria-checked") === "true"`, 10*time.Second)
+	b.waitFor(t, "the throttle switch on", settled("fault-throttle", true), 10*time.Second)
 	// One call per second: a second launch right after the first is refused.
 	for i := 0; i < 3; i++ {
 		b.click(t, "launch-instance")
@@ -253,7 +253,7 @@ func TestCloudActions(t *testing.T) {
 	b.waitFor(t, "the throttled count", q("calls-summary")+`.textContent.match(/(\d+) throttled/) && Number(`+q("calls-summary")+`.textContent.match(/(\d+) throttled/)[1]) > 0`, 5*time.Second)
 	saveScreenshot(t, b, "e2e-cloud-faults.png")
 	b.click(t, "fault-throttle")
-	b.waitFor(t, "the throttle switch off", q("fault-throttle")+`.getAttribute("aria-checked") === "false"`, 10*time.Second)
+	b.waitFor(t, "the throttle switch off", settled("fault-throttle", false), 10*time.Second)
 
 	id := eval[string](t, b, `[...window.ccmlab.store.instances.values()].find((i) => i.state === "running").id`)
 	b.click(t, "inst-stop-"+id)

@@ -107,7 +107,7 @@ func TestLiveMap(t *testing.T) {
 		t.Fatal("could not watch the map")
 	}
 	b.click(t, "ctrl-switch-node")
-	b.waitFor(t, "the Node controller off", q("ctrl-switch-node")+`.getAttribute("aria-checked") === "false"`, switchWait)
+	b.waitFor(t, "the Node controller off", settled("ctrl-switch-node", false), switchWait)
 	b.waitFor(t, "the map's actor off", q("map-actor-node")+`.dataset.state === "off"`, 5*time.Second)
 	b.click(t, "launch-instance")
 	b.waitFor(t, "a new instance", `document.querySelectorAll('[data-testid="cloud-map"] .map-inst').length === `+itoa(len(insts)+1), 30*time.Second)

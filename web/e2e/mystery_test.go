@@ -102,9 +102,9 @@ func TestMysteryThroughThePage(t *testing.T) {
 
 	// The fix: the Service controller's switch, then a request from the page.
 	sw := "ctrl-switch-service"
-	b.waitFor(t, "the Service controller off", q(sw)+`.getAttribute("aria-checked") === "false"`, 10*time.Second)
+	b.waitFor(t, "the Service controller off", settled(sw, false), 10*time.Second)
 	b.click(t, sw)
-	b.waitFor(t, "the Service controller on", q(sw)+`.getAttribute("aria-checked") === "true"`, switchWait)
+	b.waitFor(t, "the Service controller on", settled(sw, true), switchWait)
 	b.waitFor(t, "shop's EXTERNAL-IP on the page", q("svc-row-default/shop")+` && `+q("svc-row-default/shop")+`.querySelector('[data-testid="svc-external-ip"]').textContent.includes("elb")`, 60*time.Second)
 	setSelect(t, b, "flow-service-select", "default/shop")
 	setSelect(t, b, "send-kind", "loadbalancer")
@@ -144,7 +144,7 @@ func TestDeleteFinalizerThroughThePage(t *testing.T) {
 
 	sw := "ctrl-switch-service"
 	b.click(t, sw)
-	b.waitFor(t, "the Service controller off", q(sw)+`.getAttribute("aria-checked") === "false"`, switchWait)
+	b.waitFor(t, "the Service controller off", settled(sw, false), switchWait)
 	if st, out := consoleRun(t, b, "kubectl delete svc fin --wait=false"); st != "ok" {
 		t.Fatalf("delete: %s %q", st, out)
 	}
@@ -154,7 +154,7 @@ func TestDeleteFinalizerThroughThePage(t *testing.T) {
 	}
 
 	b.click(t, sw)
-	b.waitFor(t, "the Service controller on", q(sw)+`.getAttribute("aria-checked") === "true"`, switchWait)
+	b.waitFor(t, "the Service controller on", settled(sw, true), switchWait)
 	waitPassed(t, b, "cleanup", 60*time.Second)
 	b.waitFor(t, "the badge done", q("ex-badge-"+id)+`.dataset.state === "done"`, 15*time.Second)
 	b.check(t)
