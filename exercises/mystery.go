@@ -71,6 +71,10 @@ type cause struct {
 	label i18n.Text
 	// why is told once the student has named a cause.
 	why i18n.Text
+	// applies, when set, says whether the lab can show the cause; a
+	// random pick skips one that cannot (an explicit one still tries,
+	// and its reset fails saying what is missing).
+	applies func(ctx context.Context, s *Service) bool
 }
 
 // causes lists the challenge's causes in the order the page offers them.
@@ -79,35 +83,37 @@ func causes() []cause {
 		{CauseNoServiceController,
 			i18n.Text{JA: "Service controller が動いていない", EN: "No Service controller is running"},
 			i18n.Text{JA: "Service controller が止まっていました。誰も Service を見ていないので、EXTERNAL-IP は <pending>、イベントも 1 つもありません。Service controller をオンにすると直ります。",
-				EN: "The Service controller was off. Nobody watches the Service, so EXTERNAL-IP is <pending> and there is not a single event. Switching the Service controller on fixes it."}},
+				EN: "The Service controller was off. Nobody watches the Service, so EXTERNAL-IP is <pending> and there is not a single event. Switching the Service controller on fixes it."}, nil},
 		{CauseClassUnhandled,
 			i18n.Text{JA: "誰も担当しない loadBalancerClass", EN: "A loadBalancerClass nobody handles"},
 			i18n.Text{JA: "Service に loadBalancerClass service.k8s.aws/nlb が付いていました。Service controller はクラス付きの Service を無視し、そのクラスの担当 (ロードバランサー controller) は動いていませんでした。イベントはありません。担当の controller を動かすか、クラス無しで Service を作り直すと直ります (クラスは後から変えられません)。",
-				EN: "The Service carried loadBalancerClass service.k8s.aws/nlb. The Service controller ignores Services with a class, and the controller for that class (the load balancer controller) was not running; there are no events. Running that controller, or creating the Service again without a class (a class cannot be changed), fixes it."}},
+				EN: "The Service carried loadBalancerClass service.k8s.aws/nlb. The Service controller ignores Services with a class, and the controller for that class (the load balancer controller) was not running; there are no events. Running that controller, or creating the Service again without a class (a class cannot be changed), fixes it."}, nil},
 		{CauseIAMDeny,
 			i18n.Text{JA: "IAM が CreateLoadBalancer を拒否している", EN: "IAM denies CreateLoadBalancer"},
 			i18n.Text{JA: "CCM のロールに CreateLoadBalancer が許されていませんでした。SyncLoadBalancerFailed のイベントとコールログに AccessDenied が出ます。拒否を外すと、controller が次の再試行 (間隔は 5 秒から倍々に最大 5 分) で作ります。",
-				EN: "The CCM's role was not allowed CreateLoadBalancer. SyncLoadBalancerFailed events and the call log show AccessDenied. Once the deny is lifted the controller creates it on its next retry (5 s, doubling up to 5 minutes)."}},
+				EN: "The CCM's role was not allowed CreateLoadBalancer. SyncLoadBalancerFailed events and the call log show AccessDenied. Once the deny is lifted the controller creates it on its next retry (5 s, doubling up to 5 minutes)."}, nil},
 		{CauseThrottling,
 			i18n.Text{JA: "クラウド API のレート制限 (スロットリング)", EN: "Cloud API rate limit (throttling)"},
 			i18n.Text{JA: "クラウド API が 100 秒に 1 回しか呼べないほど絞られていました。SyncLoadBalancerFailed のイベントとコールログに Throttling: Rate exceeded (EC2 の呼び出しなら RequestLimitExceeded) が出ます。制限を外すと、次の再試行で進みます。",
-				EN: "The cloud API was throttled to one call per 100 s. SyncLoadBalancerFailed events and the call log show Throttling: Rate exceeded (RequestLimitExceeded for EC2's calls). Once the limit is lifted the next retry goes through."}},
+				EN: "The cloud API was throttled to one call per 100 s. SyncLoadBalancerFailed events and the call log show Throttling: Rate exceeded (RequestLimitExceeded for EC2's calls). Once the limit is lifted the next retry goes through."}, nil},
 		{CauseNodesExcluded,
 			i18n.Text{JA: "すべてのノードがロードバランサーから除外されている", EN: "Every node is excluded from load balancers"},
 			i18n.Text{JA: "すべての Node に node.kubernetes.io/exclude-from-external-load-balancers が付いていました。Service controller は対象ノードが 0 台でも UnAvailableLoadBalancer のイベントを出したうえでロードバランサーを作るので、EXTERNAL-IP は入りますが、ターゲットがありません。ラベルを外すと、ノードの同期がターゲットを登録します。",
-				EN: "Every Node carried node.kubernetes.io/exclude-from-external-load-balancers. With zero eligible nodes the Service controller records UnAvailableLoadBalancer and still ensures the load balancer, so EXTERNAL-IP appears, but the load balancer has no targets. Removing the label lets the node sync register targets."}},
+				EN: "Every Node carried node.kubernetes.io/exclude-from-external-load-balancers. With zero eligible nodes the Service controller records UnAvailableLoadBalancer and still ensures the load balancer, so EXTERNAL-IP appears, but the load balancer has no targets. Removing the label lets the node sync register targets."}, nil},
 		{CauseNoInitializedNode,
 			i18n.Text{JA: "初期化されたワーカーの Node が 1 台も無い", EN: "No worker Node has been initialized"},
 			i18n.Text{JA: "Node controller が止まっていて、新しいワーカー VM の Node はどれも uninitialized の taint を持ち、providerID もありませんでした (コントロールプレーンの Node はラボの起動時に初期化済みですが、ロードバランサーから除外するラベルが付いています)。Service controller の対象ノードの条件 (stableNodeSetPredicates) は Ready も初期化も見ないので、ノードはあると判断してロードバランサーを作り、EXTERNAL-IP は入ります (UnAvailableLoadBalancer も出ません)。しかし AWS のプロバイダーは (cloud-provider-aws もラボのものも) providerID の無い Node をターゲットにしないので、ターゲットは 0 で、Pod も taint のせいで Pending です。Node controller をオンにすると直ります。",
-				EN: "The Node controller was off: every new worker VM's Node kept the uninitialized taint and had no providerID (the control-plane Node was initialized when the lab started, but carries the label that excludes it from load balancers). The Service controller's node conditions (stableNodeSetPredicates) check neither Ready nor initialization, so to it there were nodes: it built the load balancer and EXTERNAL-IP appeared (no UnAvailableLoadBalancer either). But the AWS provider (cloud-provider-aws and the lab's alike) leaves Nodes without a providerID out of the targets, so the load balancer has none, and the Pods are Pending on the taint. Switching the Node controller on fixes it."}},
+				EN: "The Node controller was off: every new worker VM's Node kept the uninitialized taint and had no providerID (the control-plane Node was initialized when the lab started, but carries the label that excludes it from load balancers). The Service controller's node conditions (stableNodeSetPredicates) check neither Ready nor initialization, so to it there were nodes: it built the load balancer and EXTERNAL-IP appeared (no UnAvailableLoadBalancer either). But the AWS provider (cloud-provider-aws and the lab's alike) leaves Nodes without a providerID out of the targets, so the load balancer has none, and the Pods are Pending on the taint. Switching the Node controller on fixes it."}, nil},
 		{CauseNodeGroupClosed,
 			i18n.Text{JA: "ノードのセキュリティグループがロードバランサーを通さない", EN: "The nodes' security group does not admit the load balancer"},
 			i18n.Text{JA: "cloud-provider-aws は Classic ELB 用のセキュリティグループ k8s-elb-<名前> を作り、ノードのセキュリティグループに「そのグループからの通信をすべて許す」ルールを足します。そのルールが AWS CLI で外されていました (コールログの aws-cli の RevokeSecurityGroupIngress)。EXTERNAL-IP も EnsuredLoadBalancer のイベントも正常ですが、ELB のヘルスチェックも転送もノードで落とされ、インスタンスはすべて OutOfService です。ルールを戻す (aws ec2 authorize-security-group-ingress) か、Service の注釈を変えるなどして Service controller に EnsureLoadBalancer をもう一度呼ばせると、プロバイダーがルールを足し直します。",
-				EN: "cloud-provider-aws makes a security group k8s-elb-<name> for a Classic ELB and adds to the nodes' security group a rule admitting all traffic from it. That rule had been taken away with the AWS CLI (aws-cli's RevokeSecurityGroupIngress in the call log). EXTERNAL-IP and the EnsuredLoadBalancer event look fine, but the nodes drop the ELB's health checks and traffic alike, and every instance is OutOfService. Putting the rule back (aws ec2 authorize-security-group-ingress), or making the Service controller call EnsureLoadBalancer again (change an annotation of the Service, say), has the provider add it again."}},
+				EN: "cloud-provider-aws makes a security group k8s-elb-<name> for a Classic ELB and adds to the nodes' security group a rule admitting all traffic from it. That rule had been taken away with the AWS CLI (aws-cli's RevokeSecurityGroupIngress in the call log). EXTERNAL-IP and the EnsuredLoadBalancer event look fine, but the nodes drop the ELB's health checks and traffic alike, and every instance is OutOfService. Putting the rule back (aws ec2 authorize-security-group-ingress), or making the Service controller call EnsureLoadBalancer again (change an annotation of the Service, say), has the provider add it again."},
+			upstreamAWS},
 		{CauseRBACMissing,
 			i18n.Text{JA: "Service controller の RBAC にルールが足りない", EN: "A rule is missing from the Service controller's RBAC"},
 			i18n.Text{JA: "CCM は --use-service-account-credentials=true で動くので、Service controller は ServiceAccount kube-system/service-controller として API を呼びます。その ClusterRole system:controller:service-controller から services/status の patch と update のルールが消されていました。Service controller は EnsuringLoadBalancer の直後、ロードバランサーを作る前に finalizer を付けようとして (status サブリソースへの patch) forbidden で失敗し、SyncLoadBalancerFailed のイベントにそのメッセージが出ます。クラウドには何も呼ばれません。ルールを戻すと、次の再試行で進みます。",
-				EN: "The CCM runs with --use-service-account-credentials=true, so the Service controller calls the API as the ServiceAccount kube-system/service-controller. Its ClusterRole system:controller:service-controller had lost the rule granting patch and update on services/status. Right after EnsuringLoadBalancer, before any load balancer, the controller adds its finalizer through the status subresource, is told forbidden, and the SyncLoadBalancerFailed event carries that message; the cloud is never called. Putting the rule back lets the next retry go through."}},
+				EN: "The CCM runs with --use-service-account-credentials=true, so the Service controller calls the API as the ServiceAccount kube-system/service-controller. Its ClusterRole system:controller:service-controller had lost the rule granting patch and update on services/status. Right after EnsuringLoadBalancer, before any load balancer, the controller adds its finalizer through the status subresource, is told forbidden, and the SyncLoadBalancerFailed event carries that message; the cloud is never called. Putting the rule back lets the next retry go through."},
+			ccmAsPod},
 	}
 }
 
@@ -283,7 +289,12 @@ func validateMysteryCause(causeID string) error {
 func (s *Service) plantMystery(ctx context.Context, causeID string) error {
 	env := s.cfg.Env
 	if causeID == "" {
-		ids := CauseIDs()
+		var ids []string
+		for _, c := range causes() {
+			if c.applies == nil || c.applies(ctx, s) {
+				ids = append(ids, c.id)
+			}
+		}
 		causeID = ids[rand.IntN(len(ids))]
 	}
 	idx := causeIndex(causeID)
@@ -565,4 +576,22 @@ func (s *Service) closeNodeGroup(ctx context.Context) error {
 		return err
 	}
 	return c.RevokeIngress(cloud.WithCaller(ctx, closerCaller), nodeGroup, perms)
+}
+
+// upstreamAWS: the profile's load balancers are cloud-provider-aws's
+// Classic ELBs with security groups (the aws and vpc-cni profiles, whose
+// default provider is the upstream one).
+func upstreamAWS(_ context.Context, s *Service) bool {
+	n := s.cfg.Env.Profile.Name
+	return n == "aws" || n == "vpc-cni"
+}
+
+// ccmAsPod: the CCM runs as the DaemonSet Pod in kube-system, with a
+// ServiceAccount per controller, so RBAC is what limits it.
+func ccmAsPod(ctx context.Context, s *Service) bool {
+	l, err := s.cfg.Env.Client.AppsV1().DaemonSets(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return false
+	}
+	return slices.ContainsFunc(l.Items, func(d appsv1.DaemonSet) bool { return strings.HasSuffix(d.Name, "cloud-controller-manager") })
 }
