@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/ccmlab/ccmlab/exercises/check"
@@ -147,8 +148,13 @@ func TestExerciseCCMRBAC(t *testing.T) {
 	w.waitStep(t, id, "restore", 90*time.Second)
 	w.expectDone(t, id)
 
-	// A reset puts the rule back whatever the student left.
+	// A reset puts the rule back whatever the student left: a rule
+	// removed, or the binding deleted.
 	must(t, w.svc.removeServiceStatusRule(ctx))
+	must(t, env.Client.RbacV1().ClusterRoleBindings().Delete(ctx, serviceControllerRole, metav1.DeleteOptions{}))
+	if !writable("forbidden") {
+		t.Fatal("services/status still writable without the binding")
+	}
 	w.reset(t, id)
 	if !writable("allowed") {
 		t.Fatal("the reset did not restore services/status")

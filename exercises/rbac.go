@@ -8,6 +8,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ccmlab/ccmlab/exercises/check"
 )
 
 // The Service controller's RBAC. The CCM runs with
@@ -38,8 +40,22 @@ func grantsServiceStatus(r rbacv1.PolicyRule) bool {
 }
 
 // restoreServiceControllerRBAC puts the services/status rule back into
-// the Service controller's ClusterRole when it is missing.
+// the Service controller's ClusterRole when it is missing, and the role
+// and its binding when they were deleted.
 func (s *Service) restoreServiceControllerRBAC(ctx context.Context) error {
+	bindings := s.cfg.Env.Client.RbacV1().ClusterRoleBindings()
+	if _, err := bindings.Get(ctx, serviceControllerRole, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		b := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: serviceControllerRole},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: serviceControllerRole},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: check.ServiceControllerAccount, Namespace: check.ServiceControllerNamespace}},
+		}
+		if _, err := bindings.Create(ctx, b, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("restoring ClusterRoleBinding %s: %w", serviceControllerRole, err)
+		}
+	} else if err != nil {
+		return fmt.Errorf("reading ClusterRoleBinding %s: %w", serviceControllerRole, err)
+	}
 	roles := s.cfg.Env.Client.RbacV1().ClusterRoles()
 	role, err := roles.Get(ctx, serviceControllerRole, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
