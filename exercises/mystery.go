@@ -41,7 +41,14 @@ const (
 	CauseThrottling          = "throttling"
 	CauseNodesExcluded       = "nodes-excluded"
 	CauseNoInitializedNode   = "no-initialized-node"
+	CauseNodeGroupClosed     = "node-group-closed"
+	CauseRBACMissing         = "rbac-missing"
 )
+
+// closerCaller is the caller the call log shows for the revocation of
+// CauseNodeGroupClosed: what a colleague's AWS CLI would leave there. It
+// is evidence to find (a call no controller made), not the cause's name.
+const closerCaller = "aws-cli"
 
 // Rows of the progress store that hold the challenge's state. They are
 // not quiz questions, so nothing lists them; Reset (Store.Restart) clears
@@ -64,6 +71,10 @@ type cause struct {
 	label i18n.Text
 	// why is told once the student has named a cause.
 	why i18n.Text
+	// applies, when set, says whether the lab can show the cause; a
+	// random pick skips one that cannot (an explicit one still tries,
+	// and its reset fails saying what is missing).
+	applies func(ctx context.Context, s *Service) bool
 }
 
 // causes lists the challenge's causes in the order the page offers them.
@@ -72,27 +83,37 @@ func causes() []cause {
 		{CauseNoServiceController,
 			i18n.Text{JA: "Service controller が動いていない", EN: "No Service controller is running"},
 			i18n.Text{JA: "Service controller が止まっていました。誰も Service を見ていないので、EXTERNAL-IP は <pending>、イベントも 1 つもありません。Service controller をオンにすると直ります。",
-				EN: "The Service controller was off. Nobody watches the Service, so EXTERNAL-IP is <pending> and there is not a single event. Switching the Service controller on fixes it."}},
+				EN: "The Service controller was off. Nobody watches the Service, so EXTERNAL-IP is <pending> and there is not a single event. Switching the Service controller on fixes it."}, nil},
 		{CauseClassUnhandled,
 			i18n.Text{JA: "誰も担当しない loadBalancerClass", EN: "A loadBalancerClass nobody handles"},
 			i18n.Text{JA: "Service に loadBalancerClass service.k8s.aws/nlb が付いていました。Service controller はクラス付きの Service を無視し、そのクラスの担当 (ロードバランサー controller) は動いていませんでした。イベントはありません。担当の controller を動かすか、クラス無しで Service を作り直すと直ります (クラスは後から変えられません)。",
-				EN: "The Service carried loadBalancerClass service.k8s.aws/nlb. The Service controller ignores Services with a class, and the controller for that class (the load balancer controller) was not running; there are no events. Running that controller, or creating the Service again without a class (a class cannot be changed), fixes it."}},
+				EN: "The Service carried loadBalancerClass service.k8s.aws/nlb. The Service controller ignores Services with a class, and the controller for that class (the load balancer controller) was not running; there are no events. Running that controller, or creating the Service again without a class (a class cannot be changed), fixes it."}, nil},
 		{CauseIAMDeny,
 			i18n.Text{JA: "IAM が CreateLoadBalancer を拒否している", EN: "IAM denies CreateLoadBalancer"},
 			i18n.Text{JA: "CCM のロールに CreateLoadBalancer が許されていませんでした。SyncLoadBalancerFailed のイベントとコールログに AccessDenied が出ます。拒否を外すと、controller が次の再試行 (間隔は 5 秒から倍々に最大 5 分) で作ります。",
-				EN: "The CCM's role was not allowed CreateLoadBalancer. SyncLoadBalancerFailed events and the call log show AccessDenied. Once the deny is lifted the controller creates it on its next retry (5 s, doubling up to 5 minutes)."}},
+				EN: "The CCM's role was not allowed CreateLoadBalancer. SyncLoadBalancerFailed events and the call log show AccessDenied. Once the deny is lifted the controller creates it on its next retry (5 s, doubling up to 5 minutes)."}, nil},
 		{CauseThrottling,
 			i18n.Text{JA: "クラウド API のレート制限 (スロットリング)", EN: "Cloud API rate limit (throttling)"},
 			i18n.Text{JA: "クラウド API が 100 秒に 1 回しか呼べないほど絞られていました。SyncLoadBalancerFailed のイベントとコールログに Throttling: Rate exceeded (EC2 の呼び出しなら RequestLimitExceeded) が出ます。制限を外すと、次の再試行で進みます。",
-				EN: "The cloud API was throttled to one call per 100 s. SyncLoadBalancerFailed events and the call log show Throttling: Rate exceeded (RequestLimitExceeded for EC2's calls). Once the limit is lifted the next retry goes through."}},
+				EN: "The cloud API was throttled to one call per 100 s. SyncLoadBalancerFailed events and the call log show Throttling: Rate exceeded (RequestLimitExceeded for EC2's calls). Once the limit is lifted the next retry goes through."}, nil},
 		{CauseNodesExcluded,
 			i18n.Text{JA: "すべてのノードがロードバランサーから除外されている", EN: "Every node is excluded from load balancers"},
 			i18n.Text{JA: "すべての Node に node.kubernetes.io/exclude-from-external-load-balancers が付いていました。Service controller は対象ノードが 0 台でも UnAvailableLoadBalancer のイベントを出したうえでロードバランサーを作るので、EXTERNAL-IP は入りますが、ターゲットがありません。ラベルを外すと、ノードの同期がターゲットを登録します。",
-				EN: "Every Node carried node.kubernetes.io/exclude-from-external-load-balancers. With zero eligible nodes the Service controller records UnAvailableLoadBalancer and still ensures the load balancer, so EXTERNAL-IP appears, but the load balancer has no targets. Removing the label lets the node sync register targets."}},
+				EN: "Every Node carried node.kubernetes.io/exclude-from-external-load-balancers. With zero eligible nodes the Service controller records UnAvailableLoadBalancer and still ensures the load balancer, so EXTERNAL-IP appears, but the load balancer has no targets. Removing the label lets the node sync register targets."}, nil},
 		{CauseNoInitializedNode,
 			i18n.Text{JA: "初期化されたワーカーの Node が 1 台も無い", EN: "No worker Node has been initialized"},
 			i18n.Text{JA: "Node controller が止まっていて、新しいワーカー VM の Node はどれも uninitialized の taint を持ち、providerID もありませんでした (コントロールプレーンの Node はラボの起動時に初期化済みですが、ロードバランサーから除外するラベルが付いています)。Service controller の対象ノードの条件 (stableNodeSetPredicates) は Ready も初期化も見ないので、ノードはあると判断してロードバランサーを作り、EXTERNAL-IP は入ります (UnAvailableLoadBalancer も出ません)。しかし AWS のプロバイダーは (cloud-provider-aws もラボのものも) providerID の無い Node をターゲットにしないので、ターゲットは 0 で、Pod も taint のせいで Pending です。Node controller をオンにすると直ります。",
-				EN: "The Node controller was off: every new worker VM's Node kept the uninitialized taint and had no providerID (the control-plane Node was initialized when the lab started, but carries the label that excludes it from load balancers). The Service controller's node conditions (stableNodeSetPredicates) check neither Ready nor initialization, so to it there were nodes: it built the load balancer and EXTERNAL-IP appeared (no UnAvailableLoadBalancer either). But the AWS provider (cloud-provider-aws and the lab's alike) leaves Nodes without a providerID out of the targets, so the load balancer has none, and the Pods are Pending on the taint. Switching the Node controller on fixes it."}},
+				EN: "The Node controller was off: every new worker VM's Node kept the uninitialized taint and had no providerID (the control-plane Node was initialized when the lab started, but carries the label that excludes it from load balancers). The Service controller's node conditions (stableNodeSetPredicates) check neither Ready nor initialization, so to it there were nodes: it built the load balancer and EXTERNAL-IP appeared (no UnAvailableLoadBalancer either). But the AWS provider (cloud-provider-aws and the lab's alike) leaves Nodes without a providerID out of the targets, so the load balancer has none, and the Pods are Pending on the taint. Switching the Node controller on fixes it."}, nil},
+		{CauseNodeGroupClosed,
+			i18n.Text{JA: "ノードのセキュリティグループがロードバランサーを通さない", EN: "The nodes' security group does not admit the load balancer"},
+			i18n.Text{JA: "cloud-provider-aws は Classic ELB 用のセキュリティグループ k8s-elb-<名前> を作り、ノードのセキュリティグループに「そのグループからの通信をすべて許す」ルールを足します。そのルールが AWS CLI で外されていました (コールログの aws-cli の RevokeSecurityGroupIngress)。EXTERNAL-IP も EnsuredLoadBalancer のイベントも正常ですが、ELB のヘルスチェックも転送もノードで落とされ、インスタンスはすべて OutOfService です。ルールを戻す (aws ec2 authorize-security-group-ingress) か、Service の注釈を変えるなどして Service controller に EnsureLoadBalancer をもう一度呼ばせると、プロバイダーがルールを足し直します。",
+				EN: "cloud-provider-aws makes a security group k8s-elb-<name> for a Classic ELB and adds to the nodes' security group a rule admitting all traffic from it. That rule had been taken away with the AWS CLI (aws-cli's RevokeSecurityGroupIngress in the call log). EXTERNAL-IP and the EnsuredLoadBalancer event look fine, but the nodes drop the ELB's health checks and traffic alike, and every instance is OutOfService. Putting the rule back (aws ec2 authorize-security-group-ingress), or making the Service controller call EnsureLoadBalancer again (change an annotation of the Service, say), has the provider add it again."},
+			upstreamAWS},
+		{CauseRBACMissing,
+			i18n.Text{JA: "Service controller の RBAC にルールが足りない", EN: "A rule is missing from the Service controller's RBAC"},
+			i18n.Text{JA: "CCM は --use-service-account-credentials=true で動くので、Service controller は ServiceAccount kube-system/service-controller として API を呼びます。その ClusterRole system:controller:service-controller から services/status の patch と update のルールが消されていました。Service controller は EnsuringLoadBalancer の直後、ロードバランサーを作る前に finalizer を付けようとして (status サブリソースへの patch) forbidden で失敗し、SyncLoadBalancerFailed のイベントにそのメッセージが出ます。クラウドには何も呼ばれません。ルールを戻すと、次の再試行で進みます。",
+				EN: "The CCM runs with --use-service-account-credentials=true, so the Service controller calls the API as the ServiceAccount kube-system/service-controller. Its ClusterRole system:controller:service-controller had lost the rule granting patch and update on services/status. Right after EnsuringLoadBalancer, before any load balancer, the controller adds its finalizer through the status subresource, is told forbidden, and the SyncLoadBalancerFailed event carries that message; the cloud is never called. Putting the rule back lets the next retry go through."},
+			ccmAsPod},
 	}
 }
 
@@ -155,6 +176,10 @@ var nudges = map[string]i18n.Text{
 		EN: "If the nodes were excluded, kubectl get nodes --show-labels would show the label on every node, with an UnAvailableLoadBalancer event. Check the labels and the events."},
 	CauseNoInitializedNode: {JA: "初期化されていないノードなら、Node に uninitialized の taint が残り、providerID がありません。kubectl describe node で taint と providerID を見てください。",
 		EN: "Uninitialized nodes keep the uninitialized taint and have no providerID. Look at the taints and the providerID with kubectl describe node."},
+	CauseNodeGroupClosed: {JA: "ノードのセキュリティグループが閉じていれば、aws elb describe-instance-health でインスタンスが OutOfService になり、aws ec2 describe-security-groups でノードのグループに ELB のグループを許すルールが見当たりません。両方を確かめてください。",
+		EN: "If the nodes' security group were closed, aws elb describe-instance-health would show the instances OutOfService and aws ec2 describe-security-groups would show no rule in the nodes' group naming the ELB's group. Check both."},
+	CauseRBACMissing: {JA: "RBAC が足りなければ、SyncLoadBalancerFailed のイベントに forbidden と、許されなかった ServiceAccount、動詞、リソースが出ます。イベントのメッセージを最後まで読んでください。",
+		EN: "A missing RBAC rule shows in the SyncLoadBalancerFailed event as forbidden, naming the ServiceAccount, the verb and the resource it was refused. Read the event's message to the end."},
 }
 
 var nudgeOther = i18n.Text{JA: "その原因なら何が見えるはずかを考え、イベント、コールログ、パネル、Node と Pod で確かめてください。",
@@ -264,7 +289,12 @@ func validateMysteryCause(causeID string) error {
 func (s *Service) plantMystery(ctx context.Context, causeID string) error {
 	env := s.cfg.Env
 	if causeID == "" {
-		ids := CauseIDs()
+		var ids []string
+		for _, c := range causes() {
+			if c.applies == nil || c.applies(ctx, s) {
+				ids = append(ids, c.id)
+			}
+		}
 		causeID = ids[rand.IntN(len(ids))]
 	}
 	idx := causeIndex(causeID)
@@ -326,12 +356,21 @@ func (s *Service) plantMystery(ctx context.Context, causeID string) error {
 		})
 	case CauseNoInitializedNode:
 		err = s.freshUninitializedNodes(ctx, s.cfg.Nodes)
+	case CauseRBACMissing:
+		err = s.removeServiceStatusRule(ctx) // rbac.go
 	}
 	if err != nil {
 		return fmt.Errorf("planting %s: %w", causeID, err)
 	}
 	if err := s.createMysteryObjects(ctx, class); err != nil {
 		return err
+	}
+	if causeID == CauseNodeGroupClosed {
+		// After the provider has built everything, as a change made later
+		// by someone else would.
+		if err := s.closeNodeGroup(ctx); err != nil {
+			return fmt.Errorf("planting %s: %w", causeID, err)
+		}
 	}
 	// Return once the symptom shows, so the student starts from it.
 	return s.waitFor(ctx, "the symptom of "+causeID, func() (bool, string, error) { return s.mysterySymptom(ctx, causeID) })
@@ -399,6 +438,23 @@ func (s *Service) mysterySymptom(ctx context.Context, causeID string) (bool, str
 	case CauseNodesExcluded:
 		_, warned := reasons["UnAvailableLoadBalancer"]
 		return ingress && warned, "no EXTERNAL-IP or UnAvailableLoadBalancer event yet", nil
+	case CauseRBACMissing:
+		failed := reasons["SyncLoadBalancerFailed"]
+		return strings.Contains(failed, "forbidden"), "no forbidden event yet", nil
+	case CauseNodeGroupClosed:
+		if !ingress {
+			return false, "no EXTERNAL-IP yet", nil
+		}
+		lb, ok := s.cfg.Env.Cloud.LookupLoadBalancer(cloudprovider.DefaultLoadBalancerName(svc))
+		if !ok || len(lb.Targets) == 0 {
+			return false, "the load balancer has no targets yet", nil
+		}
+		for _, t := range lb.Targets {
+			if t.Health == cloud.TargetHealthy {
+				return false, "a target is still healthy", nil
+			}
+		}
+		return true, "", nil
 	case CauseNoInitializedNode:
 		if !ingress {
 			return false, "no EXTERNAL-IP yet", nil
@@ -477,4 +533,65 @@ func (s *Service) CauseNamed(ctx context.Context) (named, correct bool, err erro
 	}
 	a, ok := answers[rowNamedCause]
 	return ok && a.EverCorrect, ok && a.FirstCorrect, nil
+}
+
+// closeNodeGroup waits until cloud-provider-aws has built shop's Classic
+// ELB, its security group and the rule on the nodes' group that admits
+// it, then revokes that rule as a colleague's AWS CLI would.
+func (s *Service) closeNodeGroup(ctx context.Context) error {
+	c := s.cfg.Env.Cloud
+	var nodeGroup string
+	var perms []cloud.IPPermission
+	if err := s.waitFor(ctx, "shop's ELB and the nodes' rule for it", func() (bool, string, error) {
+		svc, err := s.cfg.Env.Client.CoreV1().Services(format.Namespace).Get(ctx, MysteryService, metav1.GetOptions{})
+		if err != nil {
+			return false, "", ignoreNotFound(err)
+		}
+		if len(svc.Status.LoadBalancer.Ingress) == 0 {
+			return false, "no EXTERNAL-IP yet", nil
+		}
+		lb, ok := c.LookupLoadBalancer(cloudprovider.DefaultLoadBalancerName(svc))
+		if !ok || lb.Kind != cloud.LBKindClassic || len(lb.SecurityGroups) == 0 {
+			return false, "no Classic ELB with a security group (this cause needs the aws profile's cloud-provider-aws)", nil
+		}
+		groups := c.NodeSecurityGroups()
+		if len(groups) == 0 {
+			return false, "no nodes' security group", nil
+		}
+		nodeGroup, perms = groups[0], nil
+		for _, g := range c.SecurityGroupViews() {
+			if g.ID != nodeGroup {
+				continue
+			}
+			for _, p := range g.Ingress {
+				for _, id := range p.GroupIDs {
+					if slices.Contains(lb.SecurityGroups, id) {
+						perms = append(perms, cloud.IPPermission{Protocol: p.Protocol, FromPort: p.FromPort, ToPort: p.ToPort, GroupIDs: []string{id}})
+					}
+				}
+			}
+		}
+		return len(perms) > 0, "no rule for the ELB's group on the nodes' group yet", nil
+	}); err != nil {
+		return err
+	}
+	return c.RevokeIngress(cloud.WithCaller(ctx, closerCaller), nodeGroup, perms)
+}
+
+// upstreamAWS: the profile's load balancers are cloud-provider-aws's
+// Classic ELBs with security groups (the aws and vpc-cni profiles, whose
+// default provider is the upstream one).
+func upstreamAWS(_ context.Context, s *Service) bool {
+	n := s.cfg.Env.Profile.Name
+	return n == "aws" || n == "vpc-cni"
+}
+
+// ccmAsPod: the CCM runs as the DaemonSet Pod in kube-system, with a
+// ServiceAccount per controller, so RBAC is what limits it.
+func ccmAsPod(ctx context.Context, s *Service) bool {
+	l, err := s.cfg.Env.Client.AppsV1().DaemonSets(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return false
+	}
+	return slices.ContainsFunc(l.Items, func(d appsv1.DaemonSet) bool { return strings.HasSuffix(d.Name, "cloud-controller-manager") })
 }

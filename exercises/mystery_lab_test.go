@@ -89,6 +89,23 @@ func TestMysteryPendingEveryCause(t *testing.T) {
 				return true
 			}))
 		},
+		CauseNodeGroupClosed: func(t *testing.T) {
+			// What a student types: the rule back on the nodes' group,
+			// naming the ELB's group as the source.
+			svc, err := env.Client.CoreV1().Services("default").Get(ctx, MysteryService, metav1.GetOptions{})
+			must(t, err)
+			lb, ok := w.cloud.LookupLoadBalancer(cloudprovider.DefaultLoadBalancerName(svc))
+			if !ok || len(lb.SecurityGroups) == 0 {
+				t.Fatalf("no ELB group: %v %+v", ok, lb)
+			}
+			must(t, w.cloud.AuthorizeIngress(cloud.WithCaller(ctx, "aws-cli"), w.cloud.NodeSecurityGroups()[0],
+				[]cloud.IPPermission{{Protocol: "-1", FromPort: -1, ToPort: -1, GroupIDs: lb.SecurityGroups[:1]}}))
+		},
+		CauseRBACMissing: func(t *testing.T) {
+			// kubectl edit clusterrole system:controller:service-controller;
+			// the workqueue's next retry goes through.
+			must(t, w.svc.restoreServiceControllerRBAC(ctx))
+		},
 		CauseNoInitializedNode: func(t *testing.T) {
 			must(t, w.manager.Enable(profile.Node))
 			// Switching the Node controller on rolls the whole CCM, and its

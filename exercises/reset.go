@@ -158,6 +158,11 @@ func (s *Service) resetLab(ctx context.Context, ex *format.Exercise, opts ResetO
 	if err := env.Cloud.SetFaults(cloud.Faults{Latency: latency}); err != nil {
 		return fmt.Errorf("clearing faults: %w", err)
 	}
+	// Before any deletion: without it the Service controller cannot take
+	// its finalizer off a Service (rbac.go).
+	if err := s.restoreServiceControllerRBAC(ctx); err != nil {
+		return err
+	}
 	if err := s.deleteObjects(ctx, ex.Setup.Delete); err != nil {
 		return err
 	}

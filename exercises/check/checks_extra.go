@@ -1,10 +1,20 @@
 package check
 
+import "maps"
+
 // extraKinds is where check kinds added after the evidence engine go
 // (kept apart so additions do not touch the engine's tables). An evidence
 // kind sets evidence: true and reads e.hist (the history after
 // Input.Since).
-func extraKinds() map[string]checkKind { return lifecycleKinds() } // checks_lifecycle.go
+func extraKinds() map[string]checkKind {
+	m := lifecycleKinds()    // checks_lifecycle.go
+	maps.Copy(m, awsKinds()) // checks_aws.go
+	return m
+}
 
 // extraAnswerKinds is the same for answer kinds.
-func extraAnswerKinds() map[string]answerKind { return lifecycleAnswerKinds() }
+func extraAnswerKinds() map[string]answerKind {
+	m := lifecycleAnswerKinds()
+	maps.Copy(m, awsAnswerKinds())
+	return m
+}

@@ -20,7 +20,8 @@ func TestExercisesLoad(t *testing.T) {
 	}
 	// The list, in the chapter's order.
 	want := []string{"node-init", "no-ccm", "pending-on-purpose", "iam-deny", "lb-class", "local-traffic", "routes", "terminated-vm", "review",
-		"delete-finalizer", "shutdown-taint", "ingress-ip-hostname", "lbc-annotations", "rate-limits", "cloudprovider-interface", "kubevirt-handson", "mystery-pending"}
+		"delete-finalizer", "shutdown-taint", "ingress-ip-hostname", "lbc-annotations", "rate-limits", "cloudprovider-interface", "kubevirt-handson", "mystery-pending",
+		"security-groups", "closed-node-group", "ccm-rbac", "kcm-external"}
 	if !slices.Equal(ids, want) {
 		t.Fatalf("exercises = %v, want %v", ids, want)
 	}
