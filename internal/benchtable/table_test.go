@@ -9,7 +9,7 @@ const sample = `goos: linux
 BenchmarkColdStart-2   	       1	         0 ns/op	      3020 bare-apiserver-ms	      3250 lab-ms	         1.08 lab/bare
 BenchmarkScale/100x100-2 	1	0 ns/op	10.0 ms/service	5.0 ms/node	150 nodes/s
 BenchmarkScale/1000x1000-2 	1	0 ns/op	12.0 ms/service	9.0 ms/node	110 nodes/s	95.5 converge-s
-BenchmarkIdle-2 1 0 ns/op 260 idle-RSS-MB 200 bare-RSS-MB
+BenchmarkIdle-2 1 0 ns/op 260 idle-RSS-MB 200 bare-RSS-MB 170 idle-anon-MB 0.3 idle-CPU-above-bare-%
 PASS
 `
 
@@ -29,7 +29,9 @@ func TestRows(t *testing.T) {
 		value        float64
 	}{
 		{"BenchmarkColdStart lab/bare lab ready / bare etcd+apiserver start", false, true, 1.08},
-		{"BenchmarkIdle idle-RSS-MB idle RSS, 3 nodes (MB)", false, false, 260},
+		{"BenchmarkIdle idle-RSS-MB idle RSS, 3 nodes (MB)", false, true, 260},
+		{"BenchmarkIdle idle-anon-MB   of which private (RssAnon, MB)", false, false, 170},
+		{"BenchmarkIdle idle-CPU-above-bare-%   above the bare etcd+apiserver (% of a core)", false, true, 0.3},
 		{"BenchmarkScale/1000x1000 converge-s 1,000 nodes x 1,000 LB Services converge (s)", false, true, 95.5},
 		{"BenchmarkScale/1000x1000 ms/node cost per node, 1,000 / 100 (flat)", false, false, 9},
 		{"BenchmarkScale/1000x1000 ms/service cost per Service, 1,000 / 100 (flat)", false, true, 12},
