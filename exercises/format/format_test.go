@@ -62,6 +62,7 @@ order: 1
 minutes: 5
 title: {ja: 小さな演習, en: A tiny exercise}
 goal: {ja: 目標, en: The goal}
+ending: {ja: 終わりに, en: The ending}
 setup:
   about: {ja: 何もしません, en: Nothing happens}
 steps:
@@ -84,6 +85,7 @@ quiz:
 	}
 	for _, tc := range []struct{ drop, where string }{
 		{"en: The goal", "goal: missing en"},
+		{"ja: 終わりに", "ending: missing ja"},
 		{"ja: 本文", "steps[0].body: missing ja"},
 		{"en: A hint", "steps[0].hints[0]: missing en"},
 		{"ja: 説明", "steps[0].explanation: missing ja"},
