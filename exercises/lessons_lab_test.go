@@ -148,6 +148,19 @@ func TestExerciseIngressIPHostname(t *testing.T) {
 	}
 	w.waitStep(t, id, "expose", 10*time.Second)
 	w.expectDone(t, id)
+	// The ending waits for the whole exercise: steps passed, quiz answered.
+	d, err := w.svc.Get(ctx, id, "ja")
+	must(t, err)
+	if d.Ending != "" {
+		t.Errorf("ending before the quiz was answered: %q", d.Ending)
+	}
+	for _, q := range w.svc.byID[id].Quiz {
+		_, err := w.svc.Answer(ctx, id, q.ID, 0, "en")
+		must(t, err)
+	}
+	if d, err = w.svc.Get(ctx, id, "ja"); err != nil || d.Ending != w.svc.byID[id].Ending.JA {
+		t.Errorf("ending once done: %q, %v", d.Ending, err)
+	}
 	// The aws profile writes a host name, never an ip.
 	out := w.run(t, id, "expose", "jsonpath")
 	if !strings.Contains(out, `"hostname"`) || strings.Contains(out, `"ip"`) {

@@ -204,6 +204,10 @@ type Detail struct {
 	// through: it failed (and why), or it was interrupted by a stop of the
 	// lab and finished at the next start. Nil otherwise.
 	Reset *ResetNote `json:"reset,omitempty"`
+	// Ending is the exercise's closing text (what was seen, the chapter's
+	// section and goal it serves), sent only once the exercise is Done:
+	// it names what the steps ask the student to find.
+	Ending string `json:"ending,omitempty"`
 	// *MysteryView: mystery-pending's service and causes (mystery.go).
 	*MysteryView
 }
@@ -505,6 +509,9 @@ func (s *Service) Get(ctx context.Context, id, lang string) (Detail, error) {
 	}
 	for _, q := range ex.Quiz {
 		d.Quiz = append(d.Quiz, questionView(q, answers[q.ID], lang, choiceOrder(seed, id, q.ID, len(q.Choices))))
+	}
+	if d.Done {
+		d.Ending = ex.Ending.In(i18n.Lang(lang))
 	}
 	if rs, ok, err := s.cfg.Store.Reset(ctx, id); err != nil {
 		return Detail{}, err

@@ -345,3 +345,47 @@ func TestCommandsNameTheLabsAddress(t *testing.T) {
 		})
 	}
 }
+
+// The ending names what the exercise asks the student to find: Get sends
+// it, in the request's language, only once the exercise is done, and not
+// again after a reset.
+func TestEndingOnlyWhenDone(t *testing.T) {
+	s, err := New(Config{Env: fakeEnv(t, "aws", fakeControllers{"node": true}), Store: openStore(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const id = "review"
+	ctx := context.Background()
+	if err := s.Reset(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	ex := s.byID[id]
+	ending := func(lang string) string {
+		t.Helper()
+		d, err := s.Get(ctx, id, lang)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.Ending
+	}
+	for i, q := range ex.Quiz {
+		if got := ending("en"); got != "" {
+			t.Fatalf("ending sent with %d of %d questions answered: %q", i, len(ex.Quiz), got)
+		}
+		if _, err := s.Answer(ctx, id, q.ID, 0, "en"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := ending("ja"); got != ex.Ending.JA {
+		t.Errorf("done, ja ending = %q, want %q", got, ex.Ending.JA)
+	}
+	if got := ending("en"); got != ex.Ending.EN {
+		t.Errorf("done, en ending = %q, want %q", got, ex.Ending.EN)
+	}
+	if err := s.Reset(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if got := ending("en"); got != "" {
+		t.Errorf("ending survives a reset: %q", got)
+	}
+}

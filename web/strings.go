@@ -434,6 +434,7 @@ var pageTexts = i18n.Catalog{
 	"ex.solution.show":     {JA: "解答を見る (ヒントをすべて読んでから)", EN: "Show the solution (after every hint)"},
 	"ex.auto":              {JA: "ステップ「{step}」に合格しました", EN: "Step \"{step}\" passed"},
 	"ex.quiz.chosen":       {JA: "あなたの答え", EN: "your answer"},
+	"ex.ending":            {JA: "終わりに: この演習で見たこと", EN: "Wrapping up: what you saw"},
 
 	// --- console ---
 	"console.title":   {JA: "kubectl コンソール", EN: "kubectl console"},

@@ -44,12 +44,18 @@ type Exercise struct {
 	ID    string `json:"id"`
 	Order int    `json:"order"`
 	// Minutes is the estimated time a student needs (required, 1 to 180).
-	Minutes int        `json:"minutes"`
-	Title   Text       `json:"title"`
-	Goal    Text       `json:"goal"`
-	Setup   Setup      `json:"setup"`
-	Steps   []Step     `json:"steps,omitempty"`
-	Quiz    []Question `json:"quiz,omitempty"`
+	Minutes int  `json:"minutes"`
+	Title   Text `json:"title"`
+	Goal    Text `json:"goal"`
+	// Ending is shown once the exercise is complete (required): what the
+	// student saw, the chapter section it belongs to and which of the
+	// chapter's three goals it serves. Kept apart from Goal because it
+	// names what the student was meant to find, so it must not be shown
+	// before.
+	Ending Text       `json:"ending"`
+	Setup  Setup      `json:"setup"`
+	Steps  []Step     `json:"steps,omitempty"`
+	Quiz   []Question `json:"quiz,omitempty"`
 }
 
 // Setup is what "reset exercise" applies to the running lab.
@@ -300,6 +306,7 @@ func (ex *Exercise) validate() error {
 	}
 	text("title", ex.Title)
 	text("goal", ex.Goal)
+	text("ending", ex.Ending)
 	text("setup.about", ex.Setup.About)
 	if len(ex.Steps) == 0 && len(ex.Quiz) == 0 {
 		bad("an exercise needs steps or a quiz")
@@ -414,7 +421,7 @@ func (ex *Exercise) validate() error {
 // texts lists every text of the exercise by where it is in the file, for
 // the test that both languages are present.
 func (ex *Exercise) texts() map[string]Text {
-	m := map[string]Text{"title": ex.Title, "goal": ex.Goal, "setup.about": ex.Setup.About}
+	m := map[string]Text{"title": ex.Title, "goal": ex.Goal, "ending": ex.Ending, "setup.about": ex.Setup.About}
 	for i, s := range ex.Steps {
 		w := fmt.Sprintf("steps[%d]", i)
 		m[w+".title"], m[w+".body"], m[w+".explanation"] = s.Title, s.Body, s.Explanation

@@ -7,6 +7,7 @@ import (
 	"testing/fstest"
 
 	"github.com/ccmlab/ccmlab/exercises/console"
+	"github.com/ccmlab/ccmlab/internal/i18n"
 )
 
 func TestExercisesLoad(t *testing.T) {
@@ -62,6 +63,7 @@ order: 1
 minutes: 5
 title: {ja: 小さな演習, en: A tiny exercise}
 goal: {ja: 目標, en: The goal}
+ending: {ja: 終わりに, en: The ending}
 setup:
   about: {ja: 何もしません, en: Nothing happens}
 steps:
@@ -84,6 +86,7 @@ quiz:
 	}
 	for _, tc := range []struct{ drop, where string }{
 		{"en: The goal", "goal: missing en"},
+		{"ja: 終わりに", "ending: missing ja"},
 		{"ja: 本文", "steps[0].body: missing ja"},
 		{"en: A hint", "steps[0].hints[0]: missing en"},
 		{"ja: 説明", "steps[0].explanation: missing ja"},
@@ -141,3 +144,32 @@ func TestExerciseCommands(t *testing.T) {
 }
 
 func mustRefusal(line string) error { _, err := console.Parse(line); return err }
+
+// Every exercise closes with an ending in both languages: two to four
+// sentences, the Japanese one without English sentences and with いる in
+// kana, since the API serves it as is once the exercise is done.
+func TestEveryExerciseHasAnEnding(t *testing.T) {
+	all, err := LoadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ex := range all {
+		ja, en := strings.TrimSpace(ex.Ending.JA), strings.TrimSpace(ex.Ending.EN)
+		if ja == "" || en == "" {
+			t.Errorf("%s: ending missing (ja %q, en %q)", ex.ID, ja, en)
+			continue
+		}
+		if n := strings.Count(ja, "。"); n < 2 || n > 4 {
+			t.Errorf("%s: ja ending has %d sentences, want 2 to 4", ex.ID, n)
+		}
+		if n := strings.Count(en, ". "); n < 1 || n > 3 || !strings.HasSuffix(en, ".") {
+			t.Errorf("%s: en ending has %d sentences, want 2 to 4", ex.ID, n+1)
+		}
+		if p := i18n.EnglishSentence(ja); p != "" {
+			t.Errorf("%s: ja ending has English %q", ex.ID, p)
+		}
+		if strings.Contains(ja, "居") {
+			t.Errorf("%s: ja ending writes いる in kanji", ex.ID)
+		}
+	}
+}

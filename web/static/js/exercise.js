@@ -322,6 +322,21 @@ export function initExercises({ api, fillConsole, onChallenge }) {
     el.steps.replaceChildren(...d.steps.map((s, i) => stepItem(d, s, i, rep)));
     show(el.quizBox, d.quiz.length > 0);
     el.quiz.replaceChildren(...d.quiz.map((qv) => questionItem(qv)));
+    renderEnding(d);
+  }
+
+  // The ending comes only with a done exercise (the lab leaves it out
+  // before, as it names what the steps ask for); it closes the panel.
+  let endingBox = null;
+  function renderEnding(d) {
+    if (!d.ending) {
+      if (endingBox) endingBox.remove();
+      endingBox = null;
+      return;
+    }
+    if (!endingBox) endingBox = h("section", { class: "ex-ending", "data-testid": "exercise-ending" });
+    endingBox.replaceChildren(h("h4", { text: t("ex.ending") }), h("p", { text: d.ending }));
+    if (endingBox.parentNode !== el.detail) el.detail.append(endingBox);
   }
 
   function stepStatus(s, rep) {
