@@ -29,7 +29,6 @@ import (
 	"github.com/ccmlab/ccmlab/exercises/progress"
 	"github.com/ccmlab/ccmlab/internal/datafs"
 	"github.com/ccmlab/ccmlab/internal/podlog"
-	"github.com/ccmlab/ccmlab/lab/awsapi"
 	"github.com/ccmlab/ccmlab/lab/controlplane"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
 	"github.com/ccmlab/ccmlab/lab/flow"
@@ -41,7 +40,8 @@ import (
 )
 
 // Config is everything the lab is built from. DataDir and Profile are
-// required; the rest has defaults.
+// required; the rest has defaults. Validate holds every rule a Config
+// must follow (validate.go); cmd/ccmlab's flags are checked by it too.
 type Config struct {
 	// DataDir holds etcd, the PKI, the kubeconfig, the cloud's state and
 	// the exercise progress; it is created if missing and locked while the
@@ -129,37 +129,6 @@ func (c *Config) setDefaults() {
 	}
 }
 
-func (c *Config) validate() error {
-	switch {
-	case c.DataDir == "":
-		return errors.New("app: DataDir is required")
-	case c.Profile.Name == "":
-		return errors.New("app: Profile is required")
-	case c.Nodes < 0 || c.Nodes > 1000:
-		return fmt.Errorf("app: Nodes %d must be between 0 and 1000", c.Nodes)
-	case c.CloudLatency < 0 || c.CloudLatency > time.Minute:
-		return fmt.Errorf("app: CloudLatency %s must be between 0 and 1m", c.CloudLatency)
-	case c.Verbosity < 0:
-		return errors.New("app: Verbosity must not be negative")
-	case c.Kubeconfig == "" && c.ClusterCIDR != "":
-		return errors.New("app: ClusterCIDR only applies with Kubeconfig (the embedded control plane chooses its own)")
-	case c.Kubeconfig != "" && c.BareAPIServer:
-		return errors.New("app: BareAPIServer and Kubeconfig exclude each other")
-	}
-	if err := validateAWSProvider(c.AWSProvider, c.Profile); err != nil {
-		return err
-	}
-	if c.AWSListen != "" {
-		if err := awsapi.ValidateListen(c.AWSListen); err != nil {
-			return fmt.Errorf("app: %w", err)
-		}
-	}
-	if c.Kubeconfig != "" {
-		return ValidateClusterCIDR(c.ClusterCIDR)
-	}
-	return nil
-}
-
 // App is a lab that has been checked and holds its data dir, but runs
 // nothing until Run. Its Handler answers /healthz with 503 and the API
 // with "the lab is starting" until the lab is ready.
@@ -180,8 +149,8 @@ type App struct {
 // Close releases the lock.
 func New(ctx context.Context, cfg Config) (*App, error) {
 	cfg.setDefaults()
-	if err := cfg.validate(); err != nil {
-		return nil, err
+	if errs := cfg.validate(); len(errs) > 0 {
+		return nil, fmt.Errorf("app: %w", errs.ToAggregate())
 	}
 	a := &App{cfg: cfg, logs: podlog.New(sim.AppLogBytes, 0)}
 	if cfg.Kubeconfig != "" {

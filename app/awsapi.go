@@ -15,7 +15,6 @@ import (
 	"github.com/ccmlab/ccmlab/controllers/upstreamaws"
 	"github.com/ccmlab/ccmlab/lab/awsapi"
 	"github.com/ccmlab/ccmlab/lab/cloud"
-	"github.com/ccmlab/ccmlab/lab/profile"
 )
 
 // AWS providers of the CCM (--aws-provider); sim holds the default.
@@ -23,19 +22,6 @@ const (
 	AWSProviderLab      = sim.AWSProviderLab      // the lab's own provider (controllers/provider)
 	AWSProviderUpstream = sim.AWSProviderUpstream // k8s.io/cloud-provider-aws over the lab's AWS API
 )
-
-func validateAWSProvider(p string, prof profile.Profile) error {
-	switch p {
-	case "", AWSProviderLab:
-		return nil
-	case AWSProviderUpstream:
-		if !sim.UpstreamAWSProfile(prof) {
-			return fmt.Errorf("app: the upstream AWS provider needs the aws or vpc-cni profile, not %q", prof.Name)
-		}
-		return nil
-	}
-	return fmt.Errorf("app: AWS provider %q: want %q or %q", p, AWSProviderLab, AWSProviderUpstream)
-}
 
 // startAWSAPI serves the simulated cloud in AWS's wire protocol on a
 // loopback port, so the stock AWS CLI (and the upstream AWS provider) can
