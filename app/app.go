@@ -17,9 +17,6 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
-	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/ccmlab/ccmlab/app/sim"
 	"github.com/ccmlab/ccmlab/controllers/upstreamaws"
@@ -327,16 +324,9 @@ func (a *App) build(ctx, gctx context.Context, g *errgroup.Group, cl cluster, l 
 		}
 		static = cp.StaticPods()
 	}
-	var up *upstreamaws.Config
-	var upstream func(string, kubernetes.Interface, informers.SharedInformerFactory, <-chan struct{}) (cloudprovider.Interface, error)
-	if a.cfg.AWSProvider == AWSProviderUpstream {
-		up = &upstreamaws.Config{}
-		if upstream, err = a.upstreamFactory(up); err != nil {
-			return err
-		}
-	}
-	// The defaults and the choices the flags make are sim.Served's, which
-	// the test world (app/apptest) is built from too.
+	// The defaults and the choices the flags make are sim.Served's, and the
+	// start sequence sim.Start's, which the test world (app/apptest) is
+	// built from too.
 	scfg := sim.Served(a.cfg.Lab(), sim.Embedded{StaticPods: static, CACertPEM: caCert, CAKeyPEM: caKey})
 	scfg.Logs, scfg.RestConfig, scfg.ClusterCIDR = a.logs, cl.RestConfig(), cl.ClusterCIDR()
 	scfg.CloudStatePath = filepath.Join(a.dataDir, "cloud.json")
@@ -345,32 +335,27 @@ func (a *App) build(ctx, gctx context.Context, g *errgroup.Group, cl cluster, l 
 	scfg.OnTrace = func(t dataplane.Trace) { pub.publish(stream.Trace(t)) }
 	scfg.OnSwitch = func(status map[string]bool) { pub.publish(stream.Controllers(status)) }
 	scfg.Logger = a.cfg.Logger
-	scfg.Upstream = upstream
-	// The AWS API starts after the simulation is built (it serves its
-	// cloud) and before any controller runs (s.Go).
-	var awsURL string
-	scfg.AWSAPI = func() string { return awsURL }
-	l.sim, err = sim.New(ctx, scfg)
-	if err != nil {
-		return err
+	awsEnv := filepath.Join(a.dataDir, "aws.env")
+	sc := sim.StartConfig{
+		AWSProvider: a.cfg.AWSProvider, AWSListen: a.cfg.AWSListen, AWSEnvPath: awsEnv,
+		UpstreamDir: a.dataDir, Logger: a.cfg.Logger,
+		Parts: func(s *sim.Sim) {
+			sim.Go(gctx, g, "cloud stream", func(ctx context.Context) error { return streamCloud(ctx, s.Cloud, s.Dataplane, pub) })
+		},
 	}
-	s := l.sim
 	if static != nil {
-		cp.SetClusterDialer(s.Kubelets.DialNode)
+		sc.ControlPlane = cp
 	}
-	srv, err := a.startAWSAPI(gctx, g, s.Cloud, up)
+	st, err := sim.Start(ctx, gctx, g, scfg, sc)
+	if st != nil {
+		l.sim, a.tripwire = st.Sim, st.Tripwire
+	}
 	if err != nil {
 		return err
 	}
-	awsURL = srv.URL()
-	s.Go(gctx, g)
-	sim.Go(gctx, g, "cloud stream", func(ctx context.Context) error { return streamCloud(ctx, s.Cloud, s.Dataplane, pub) })
+	s := st.Sim
+	a.cfg.Say(fmt.Sprintf("  AWS API on %s (. %s, then: aws ec2 describe-instances)", st.AWSAPI.URL(), awsEnv))
 
-	syncCtx, cancelSync := context.WithTimeout(ctx, time.Minute)
-	defer cancelSync()
-	if err := s.WaitForSync(syncCtx); err != nil {
-		return err
-	}
 	if l.store, err = progress.Open(filepath.Join(a.dataDir, "progress.db")); err != nil {
 		return err
 	}
