@@ -17,9 +17,6 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
-	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/ccmlab/ccmlab/app/sim"
 	"github.com/ccmlab/ccmlab/controllers/upstreamaws"
@@ -29,7 +26,6 @@ import (
 	"github.com/ccmlab/ccmlab/exercises/progress"
 	"github.com/ccmlab/ccmlab/internal/datafs"
 	"github.com/ccmlab/ccmlab/internal/podlog"
-	"github.com/ccmlab/ccmlab/lab/awsapi"
 	"github.com/ccmlab/ccmlab/lab/controlplane"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
 	"github.com/ccmlab/ccmlab/lab/flow"
@@ -41,7 +37,8 @@ import (
 )
 
 // Config is everything the lab is built from. DataDir and Profile are
-// required; the rest has defaults.
+// required; the rest has defaults. Validate holds every rule a Config
+// must follow (validate.go); cmd/ccmlab's flags are checked by it too.
 type Config struct {
 	// DataDir holds etcd, the PKI, the kubeconfig, the cloud's state and
 	// the exercise progress; it is created if missing and locked while the
@@ -129,37 +126,6 @@ func (c *Config) setDefaults() {
 	}
 }
 
-func (c *Config) validate() error {
-	switch {
-	case c.DataDir == "":
-		return errors.New("app: DataDir is required")
-	case c.Profile.Name == "":
-		return errors.New("app: Profile is required")
-	case c.Nodes < 0 || c.Nodes > 1000:
-		return fmt.Errorf("app: Nodes %d must be between 0 and 1000", c.Nodes)
-	case c.CloudLatency < 0 || c.CloudLatency > time.Minute:
-		return fmt.Errorf("app: CloudLatency %s must be between 0 and 1m", c.CloudLatency)
-	case c.Verbosity < 0:
-		return errors.New("app: Verbosity must not be negative")
-	case c.Kubeconfig == "" && c.ClusterCIDR != "":
-		return errors.New("app: ClusterCIDR only applies with Kubeconfig (the embedded control plane chooses its own)")
-	case c.Kubeconfig != "" && c.BareAPIServer:
-		return errors.New("app: BareAPIServer and Kubeconfig exclude each other")
-	}
-	if err := validateAWSProvider(c.AWSProvider, c.Profile); err != nil {
-		return err
-	}
-	if c.AWSListen != "" {
-		if err := awsapi.ValidateListen(c.AWSListen); err != nil {
-			return fmt.Errorf("app: %w", err)
-		}
-	}
-	if c.Kubeconfig != "" {
-		return ValidateClusterCIDR(c.ClusterCIDR)
-	}
-	return nil
-}
-
 // App is a lab that has been checked and holds its data dir, but runs
 // nothing until Run. Its Handler answers /healthz with 503 and the API
 // with "the lab is starting" until the lab is ready.
@@ -180,8 +146,8 @@ type App struct {
 // Close releases the lock.
 func New(ctx context.Context, cfg Config) (*App, error) {
 	cfg.setDefaults()
-	if err := cfg.validate(); err != nil {
-		return nil, err
+	if errs := cfg.validate(); len(errs) > 0 {
+		return nil, fmt.Errorf("app: %w", errs.ToAggregate())
 	}
 	a := &App{cfg: cfg, logs: podlog.New(sim.AppLogBytes, 0)}
 	if cfg.Kubeconfig != "" {
@@ -358,16 +324,9 @@ func (a *App) build(ctx, gctx context.Context, g *errgroup.Group, cl cluster, l 
 		}
 		static = cp.StaticPods()
 	}
-	var up *upstreamaws.Config
-	var upstream func(string, kubernetes.Interface, informers.SharedInformerFactory, <-chan struct{}) (cloudprovider.Interface, error)
-	if a.cfg.AWSProvider == AWSProviderUpstream {
-		up = &upstreamaws.Config{}
-		if upstream, err = a.upstreamFactory(up); err != nil {
-			return err
-		}
-	}
-	// The defaults and the choices the flags make are sim.Served's, which
-	// the test world (app/apptest) is built from too.
+	// The defaults and the choices the flags make are sim.Served's, and the
+	// start sequence sim.Start's, which the test world (app/apptest) is
+	// built from too.
 	scfg := sim.Served(a.cfg.Lab(), sim.Embedded{StaticPods: static, CACertPEM: caCert, CAKeyPEM: caKey})
 	scfg.Logs, scfg.RestConfig, scfg.ClusterCIDR = a.logs, cl.RestConfig(), cl.ClusterCIDR()
 	scfg.CloudStatePath = filepath.Join(a.dataDir, "cloud.json")
@@ -376,32 +335,27 @@ func (a *App) build(ctx, gctx context.Context, g *errgroup.Group, cl cluster, l 
 	scfg.OnTrace = func(t dataplane.Trace) { pub.publish(stream.Trace(t)) }
 	scfg.OnSwitch = func(status map[string]bool) { pub.publish(stream.Controllers(status)) }
 	scfg.Logger = a.cfg.Logger
-	scfg.Upstream = upstream
-	// The AWS API starts after the simulation is built (it serves its
-	// cloud) and before any controller runs (s.Go).
-	var awsURL string
-	scfg.AWSAPI = func() string { return awsURL }
-	l.sim, err = sim.New(ctx, scfg)
-	if err != nil {
-		return err
+	awsEnv := filepath.Join(a.dataDir, "aws.env")
+	sc := sim.StartConfig{
+		AWSProvider: a.cfg.AWSProvider, AWSListen: a.cfg.AWSListen, AWSEnvPath: awsEnv,
+		UpstreamDir: a.dataDir, Logger: a.cfg.Logger,
+		Parts: func(s *sim.Sim) {
+			sim.Go(gctx, g, "cloud stream", func(ctx context.Context) error { return streamCloud(ctx, s.Cloud, s.Dataplane, pub) })
+		},
 	}
-	s := l.sim
 	if static != nil {
-		cp.SetClusterDialer(s.Kubelets.DialNode)
+		sc.ControlPlane = cp
 	}
-	srv, err := a.startAWSAPI(gctx, g, s.Cloud, up)
+	st, err := sim.Start(ctx, gctx, g, scfg, sc)
+	if st != nil {
+		l.sim, a.tripwire = st.Sim, st.Tripwire
+	}
 	if err != nil {
 		return err
 	}
-	awsURL = srv.URL()
-	s.Go(gctx, g)
-	sim.Go(gctx, g, "cloud stream", func(ctx context.Context) error { return streamCloud(ctx, s.Cloud, s.Dataplane, pub) })
+	s := st.Sim
+	a.cfg.Say(fmt.Sprintf("  AWS API on %s (. %s, then: aws ec2 describe-instances)", st.AWSAPI.URL(), awsEnv))
 
-	syncCtx, cancelSync := context.WithTimeout(ctx, time.Minute)
-	defer cancelSync()
-	if err := s.WaitForSync(syncCtx); err != nil {
-		return err
-	}
 	if l.store, err = progress.Open(filepath.Join(a.dataDir, "progress.db")); err != nil {
 		return err
 	}

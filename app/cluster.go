@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -101,18 +100,3 @@ func (a *attachedCluster) KubeconfigPath() string   { return a.path }
 // stay registered (NotReady) so a restart with the same data dir finds
 // them, as with the embedded control plane.
 func (a *attachedCluster) Stop() error { return nil }
-
-// ValidateClusterCIDR checks --cluster-cidr.
-func ValidateClusterCIDR(v string) error {
-	ip, n, err := net.ParseCIDR(v)
-	if err != nil {
-		return fmt.Errorf("--cluster-cidr %q: %w", v, err)
-	}
-	if ip.To4() == nil {
-		return fmt.Errorf("--cluster-cidr %s: only IPv4 Pod networks are simulated", v)
-	}
-	if ones, _ := n.Mask.Size(); ones > 24 {
-		return fmt.Errorf("--cluster-cidr %s: too small to cut a /24 per node from", v)
-	}
-	return nil
-}

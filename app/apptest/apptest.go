@@ -1,12 +1,16 @@
 // Package apptest builds the lab's simulated side for integration tests,
-// the way package app builds it for the binary: app/sim against the test
-// control plane of lab/controlplane/cptest, run under one errgroup.
+// the way package app builds it for the binary: sim.Served's defaults and
+// sim.Start's start sequence (the AWS API, the upstream provider's
+// tripwire, the kubelets' dialer) against the test control plane of
+// lab/controlplane/cptest, run under one errgroup.
 package apptest
 
 import (
 	"cmp"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -15,6 +19,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/ccmlab/ccmlab/app/sim"
+	"github.com/ccmlab/ccmlab/lab/awsapi"
 	"github.com/ccmlab/ccmlab/lab/controlplane/cptest"
 	"github.com/ccmlab/ccmlab/lab/profile"
 )
@@ -32,25 +37,36 @@ func Serve(env *cptest.Env, l sim.Lab) (*Lab, error) {
 		lab, _, err := ServeUpstream(env, l)
 		return lab, err
 	}
-	caCert, caKey, err := env.CP.CA()
+	cfg, err := served(env, l)
 	if err != nil {
 		return nil, err
 	}
+	return start(env, cfg, sim.AWSProviderLab)
+}
+
+// served is sim.Served for l on env's control plane.
+func served(env *cptest.Env, l sim.Lab) (sim.Config, error) {
+	caCert, caKey, err := env.CP.CA()
+	if err != nil {
+		return sim.Config{}, err
+	}
 	cfg := sim.Served(l, sim.Embedded{StaticPods: env.CP.StaticPods(), CACertPEM: caCert, CAKeyPEM: caKey})
 	cfg.ClusterCIDR = env.CP.ClusterCIDR()
-	return Start(env, cfg)
+	return cfg, nil
 }
 
 // Start builds a simulation against env's control plane from cfg (Profile
 // defaults to aws, RestConfig to env's), runs it until env.Ctx ends, and
 // returns once its caches are synced. A part that fails later ends the
 // whole simulation, as in the binary; Failed reports it.
-func Start(env *cptest.Env, cfg sim.Config) (*Lab, error) { return start(env, cfg, nil) }
+func Start(env *cptest.Env, cfg sim.Config) (*Lab, error) {
+	return start(env, cfg, sim.AWSProviderLab)
+}
 
-// start is Start with a hook that runs once the simulation is built and
-// before it runs: what serves the simulation's cloud to its CCM (the AWS
-// API) has to be up before the CCM starts.
-func start(env *cptest.Env, cfg sim.Config, built func(*sim.Sim) error) (*Lab, error) {
+// start runs sim.Start, the binary's start sequence (package app), on
+// env's control plane with the CCM on provider, then waits for what the
+// binary waits for before it says it is ready.
+func start(env *cptest.Env, cfg sim.Config, provider string) (*Lab, error) {
 	if cfg.Profile.Name == "" {
 		cfg.Profile, _ = profile.Get("aws")
 	}
@@ -64,24 +80,29 @@ func start(env *cptest.Env, cfg sim.Config, built func(*sim.Sim) error) (*Lab, e
 			return nil, err
 		}
 	}
-	s, err := sim.New(env.Ctx, cfg)
+	// What the binary keeps in its data dir (aws.env, the upstream
+	// provider's cloud config) goes in one of this lab's own: several labs
+	// may share env.
+	dir, err := os.MkdirTemp(env.DataDir, "lab-")
 	if err != nil {
 		return nil, err
 	}
-	if built != nil {
-		if err := built(s); err != nil {
-			return nil, err
-		}
-	}
-	env.CP.SetClusterDialer(s.Kubelets.DialNode)
 	g, gctx := errgroup.WithContext(env.Ctx)
-	s.Go(gctx, g)
-	l := &Lab{Sim: s, Config: cfg, done: make(chan struct{})}
+	st, err := sim.Start(env.Ctx, gctx, g, cfg, sim.StartConfig{
+		AWSProvider: provider, AWSEnvPath: filepath.Join(dir, "aws.env"), UpstreamDir: dir, ControlPlane: env.CP,
+	})
+	if st == nil {
+		return nil, fmt.Errorf("apptest: %w", err)
+	}
+	l := &Lab{Sim: st.Sim, Config: cfg, AWSAPI: st.AWSAPI, done: make(chan struct{})}
+	if st.Tripwire != nil {
+		l.Upstream = &Upstream{API: st.AWSAPI, Tripwire: st.Tripwire}
+	}
 	go func() {
 		l.err = g.Wait()
 		close(l.done)
 	}()
-	if err := s.WaitForSync(gctx); err != nil {
+	if err != nil {
 		return nil, fmt.Errorf("apptest: waiting for caches: %w", err)
 	}
 	if cfg.ControlPlaneNode {
@@ -89,13 +110,13 @@ func start(env *cptest.Env, cfg sim.Config, built func(*sim.Sim) error) (*Lab, e
 		// process leads, as a student finds the lab once the page shows
 		// its switches on.
 		if err := wait.PollUntilContextTimeout(gctx, 50*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
-			return s.Manager.Identity() != "", nil
+			return st.Manager.Identity() != "", nil
 		}); err != nil {
 			return nil, fmt.Errorf("apptest: waiting for the CCM's Pod to lead: %w", err)
 		}
 		// And once the nodes are initialized, as the binary says it is
 		// ready only then (app.waitNodesInitialized).
-		if done, running, ok := s.WaitNodesInitialized(gctx, slices.Contains(cfg.Controllers, profile.Node), 90*time.Second); !ok {
+		if done, running, ok := st.WaitNodesInitialized(gctx, slices.Contains(cfg.Controllers, profile.Node), 90*time.Second); !ok {
 			return nil, fmt.Errorf("apptest: only %d of %d nodes initialized", done, running)
 		}
 	}
@@ -107,6 +128,9 @@ type Lab struct {
 	*sim.Sim
 	// Config is what the simulation was built from (RestConfig filled in).
 	Config sim.Config
+	// AWSAPI serves the lab's cloud in AWS's wire protocol, as in the
+	// binary (the lbc add-on talks to it).
+	AWSAPI *awsapi.Server
 	// Upstream is the AWS side of a lab on the upstream AWS provider
 	// (ServeUpstream), nil on the lab's own provider.
 	Upstream *Upstream

@@ -7,6 +7,9 @@
 // It is the part of the composition root (package app) that the
 // integration tests of lab/flow and exercises need without the HTTP side,
 // and sits below exercises so exercises' own tests can use it (see
-// app/apptest). It starts no goroutine of its own: Go adds its parts to the
+// app/apptest). Start is the start sequence both the binary and the tests
+// run (the AWS API on the cloud, the upstream provider's tripwire, the
+// kubelets' dialer, the caches), so the tests exercise the binary's
+// wiring. It starts no goroutine of its own: Go adds its parts to the
 // caller's errgroup, so a process has one supervisor.
 package sim

@@ -191,7 +191,7 @@ func runClassroom(cmd *cobra.Command, o *classroomOptions, out io.Writer) error 
 	// The lab flags are checked here, once, rather than by every child.
 	lab := defaultServeOptions()
 	lab.profile, lab.nodes, lab.addons, lab.token = o.profile, o.nodes, o.addons, "a-placeholder-token"
-	if err := lab.validate(); err != nil {
+	if _, err := lab.config(); err != nil {
 		return err
 	}
 	level := slog.LevelWarn

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,16 +11,16 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/ccmlab/ccmlab/app"
 	"github.com/ccmlab/ccmlab/app/sim"
-	"github.com/ccmlab/ccmlab/internal/httpguard"
-	"github.com/ccmlab/ccmlab/lab/awsapi"
-	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/profile"
 )
 
@@ -74,97 +75,92 @@ func (o *serveOptions) addFlags(fs *pflag.FlagSet) {
 	_ = fs.MarkHidden("pprof")
 }
 
-func (o *serveOptions) validate() error {
-	if _, _, err := net.SplitHostPort(o.listen); err != nil {
-		return fmt.Errorf("--listen %q: %w", o.listen, err)
-	}
-	if o.nodes < 0 || o.nodes > 1000 {
-		return fmt.Errorf("--nodes %d: must be between 0 and 1000", o.nodes)
-	}
-	if o.verbosity < 0 {
-		return fmt.Errorf("-v %d: must not be negative", o.verbosity)
-	}
+// config maps the flags to the app.Config they choose and checks it with
+// app.Config.Validate, the one place the lab's rules live. Parsing a flag
+// (a profile's name, a list of controllers) is the CLI's job; whether the
+// result makes a lab is app's, whose errors come back with flag names.
+func (o *serveOptions) config() (app.Config, error) {
 	p, err := profile.Get(o.profile)
 	if err != nil {
-		return fmt.Errorf("--profile: %w", err)
+		return app.Config{}, fmt.Errorf("--profile: %w", err)
 	}
-	if _, err := p.ParseControllers(o.controllers); err != nil {
-		return err
+	enabled, err := p.ParseControllers(o.controllers)
+	if err != nil {
+		return app.Config{}, err
 	}
-	if _, err := parseAddons(o.addons); err != nil {
-		return err
+	var addons []string
+	if o.addons != "" {
+		addons = strings.Split(o.addons, ",")
 	}
-	if err := awsapi.ValidateListen(o.awsListen); err != nil {
-		return fmt.Errorf("--aws-listen: %w", err)
-	}
-	if o.awsProvider != "" && o.awsProvider != app.AWSProviderLab && o.awsProvider != app.AWSProviderUpstream {
-		return fmt.Errorf("--aws-provider %q: want %s or %s", o.awsProvider, app.AWSProviderLab, app.AWSProviderUpstream)
-	}
-	if o.awsProvider == app.AWSProviderUpstream && !sim.UpstreamAWSProfile(p) {
-		return fmt.Errorf("--aws-provider upstream needs --profile aws or vpc-cni")
-	}
-	if o.cloudLatency < 0 || o.cloudLatency > cloud.MaxLatency {
-		return fmt.Errorf("--cloud-latency %s: must be between 0 and %s", o.cloudLatency, cloud.MaxLatency)
-	}
-	if o.kubeconfig == "" && o.clusterCIDR != "" {
-		return fmt.Errorf("--cluster-cidr only applies with --kubeconfig (the embedded control plane chooses its own)")
-	}
-	if o.kubeconfig != "" {
-		if o.bareAPIServer {
-			return fmt.Errorf("--bare-apiserver and --kubeconfig exclude each other")
-		}
-		if o.clusterCIDR == "" {
-			o.clusterCIDR = app.DefaultAttachedClusterCIDR
-		}
-		if err := app.ValidateClusterCIDR(o.clusterCIDR); err != nil {
-			return err
-		}
-	}
-	if o.token != "" && len(o.token) < minTokenLen {
-		return fmt.Errorf("--token: use at least %d characters (a random one: openssl rand -hex 16)", minTokenLen)
-	}
-	for _, h := range o.allowHosts {
-		if err := httpguard.ValidateHost(h); err != nil {
-			return fmt.Errorf("--allow-host: %w", err)
-		}
-	}
-	host, _, _ := net.SplitHostPort(o.listen)
-	if ip := net.ParseIP(host); (ip == nil || !ip.IsLoopback()) && host != "localhost" && o.token == "" {
-		return fmt.Errorf("--listen %s is reachable from other machines: set --token (or CCMLAB_TOKEN) so only your class can switch the lab", o.listen)
-	}
-	return nil
-}
-
-// minTokenLen keeps a lab's token out of reach of guessing: the lab
-// answers as fast as it can, with no lockout.
-const minTokenLen = 16
-
-func parseAddons(v string) ([]string, error) {
-	switch v {
-	case "":
-		return nil, nil
-	case "lbc":
-		return []string{"lbc"}, nil
-	}
-	return nil, fmt.Errorf("--addons %q: unknown add-on (valid: lbc)", v)
-}
-
-// appConfig is the lab the validated options choose, without the
-// callbacks and the logger.
-func (o *serveOptions) appConfig() app.Config {
-	p, _ := profile.Get(o.profile)
-	enabled, _ := p.ParseControllers(o.controllers)
-	addons, _ := parseAddons(o.addons)
-	return app.Config{
+	cfg := app.Config{
 		DataDir: o.dataDir, Profile: p, Controllers: enabled, Addons: addons,
 		Nodes: o.nodes, CloudLatency: o.cloudLatency, Verbosity: o.verbosity, Token: o.token,
 		Listen: o.listen, AllowedHosts: o.allowHosts, AWSListen: o.awsListen, AWSProvider: o.awsProvider,
 		Kubeconfig: o.kubeconfig, ClusterCIDR: o.clusterCIDR, BareAPIServer: o.bareAPIServer,
 	}
+	if err := cfg.Validate(); err != nil {
+		return app.Config{}, flagError(err)
+	}
+	return cfg, nil
+}
+
+// flagNames names the flag that sets each field of app.Config, so that
+// app.Config.Validate's errors read as the student typed the command.
+var flagNames = map[string]string{
+	"DataDir": "--data-dir", "Profile": "--profile", "Controllers": "--controllers", "Addons": "--addons",
+	"Nodes": "--nodes", "CloudLatency": "--cloud-latency", "Verbosity": "-v", "Token": "--token",
+	"Listen": "--listen", "AllowedHosts": "--allow-host", "AWSListen": "--aws-listen", "AWSProvider": "--aws-provider",
+	"Kubeconfig": "--kubeconfig", "ClusterCIDR": "--cluster-cidr", "BareAPIServer": "--bare-apiserver",
+}
+
+// inDetail renames the fields an error's detail mentions. The token can
+// also come from the environment, which a student setting it should know.
+var inDetail = func() *strings.Replacer {
+	var pairs []string
+	for f, flag := range flagNames {
+		if f == "Token" {
+			flag = "--token (or CCMLAB_TOKEN)"
+		}
+		pairs = append(pairs, f, flag)
+	}
+	return strings.NewReplacer(pairs...)
+}()
+
+// flagError rewrites app.Config.Validate's field errors with flag names,
+// on one line (main prints one line per failure): "--nodes -1: must be
+// between 0 and 1000".
+func flagError(err error) error {
+	var agg utilerrors.Aggregate
+	if !errors.As(err, &agg) {
+		return err
+	}
+	var lines []string
+	for _, e := range agg.Errors() {
+		var fe *field.Error
+		if !errors.As(e, &fe) {
+			lines = append(lines, e.Error())
+			continue
+		}
+		name, _, _ := strings.Cut(fe.Field, "[")
+		flag := cmp.Or(flagNames[name], fe.Field)
+		detail := cmp.Or(inDetail.Replace(fe.Detail), fe.Type.String())
+		switch fe.Type {
+		case field.ErrorTypeInvalid, field.ErrorTypeNotSupported:
+			v := fe.BadValue
+			if s, ok := v.(string); ok {
+				v = strconv.Quote(s)
+			}
+			lines = append(lines, fmt.Sprintf("%s %v: %s", flag, v, detail))
+		default:
+			lines = append(lines, fmt.Sprintf("%s: %s", flag, detail))
+		}
+	}
+	return errors.New(strings.Join(lines, "; "))
 }
 
 func serve(ctx context.Context, o *serveOptions, out io.Writer) error {
-	if err := o.validate(); err != nil {
+	cfg, err := o.config()
+	if err != nil {
 		return err
 	}
 	// Bind before touching anything, so a busy port fails fast and leaves
@@ -191,7 +187,6 @@ func serve(ctx context.Context, o *serveOptions, out io.Writer) error {
 		ln.Close()
 		return err
 	}
-	cfg := o.appConfig()
 	cfg.Addr = studentAddr(ln.Addr())
 	cfg.Logger = logger
 	cfg.Progress = func(stage string, elapsed time.Duration) {

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
 	"github.com/ccmlab/ccmlab/internal/i18n"
@@ -274,175 +276,178 @@ func Parse(b []byte) (*Exercise, error) {
 // profiles and controllers, a kind on every check, quizzes with exactly
 // one correct choice. The checks' kinds and parameters are validated by
 // package check, which the service runs on every spec it loads.
+//
+// Errors name the field by its path in the file (steps[0].hints[1].en), as
+// apimachinery's field package writes it for Kubernetes objects.
 func (ex *Exercise) validate() error {
-	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	text := func(where string, t Text) {
+	var errs field.ErrorList
+	text := func(p *field.Path, t Text) {
 		if strings.TrimSpace(t.JA) == "" {
-			bad("%s: missing ja text", where)
+			errs = append(errs, field.Required(p.Child(LangJA), "every text is written in ja and en"))
 		}
 		if strings.TrimSpace(t.EN) == "" {
-			bad("%s: missing en text", where)
+			errs = append(errs, field.Required(p.Child(LangEN), "every text is written in ja and en"))
 		}
 	}
-	if !validID(ex.ID) {
-		bad("id %q: use lower-case words joined by dashes", ex.ID)
+	id := func(p *field.Path, v string) {
+		if !validID(v) {
+			errs = append(errs, field.Invalid(p, v, "use lower-case words joined by dashes"))
+		}
 	}
+	id(field.NewPath("id"), ex.ID)
 	if ex.Order <= 0 {
-		bad("order must be positive")
+		errs = append(errs, field.Invalid(field.NewPath("order"), ex.Order, "must be positive"))
 	}
 	if ex.Minutes < 1 || ex.Minutes > 180 {
-		bad("minutes %d: say how long the exercise takes, 1 to 180", ex.Minutes)
+		errs = append(errs, field.Invalid(field.NewPath("minutes"), ex.Minutes, "say how long the exercise takes, 1 to 180"))
 	}
+	setup := field.NewPath("setup")
 	if ex.Setup.Latency != "" {
 		if d, err := time.ParseDuration(ex.Setup.Latency); err != nil || d <= 0 || d > MaxSetupLatency {
-			bad("setup.latency %q: a duration above 0 and at most %s", ex.Setup.Latency, MaxSetupLatency)
+			errs = append(errs, field.Invalid(setup.Child("latency"), ex.Setup.Latency, fmt.Sprintf("a duration above 0 and at most %s", MaxSetupLatency)))
 		}
 	}
 	if ex.Setup.FreshNodes {
 		if on, ok := ex.Setup.Controllers[profile.Node]; !ok || on {
-			bad("setup.freshNodes needs setup.controllers.node: false")
+			errs = append(errs, field.Invalid(setup.Child("freshNodes"), true, "needs setup.controllers.node: false"))
 		}
 	}
-	text("title", ex.Title)
-	text("goal", ex.Goal)
-	text("ending", ex.Ending)
-	text("setup.about", ex.Setup.About)
+	text(field.NewPath("title"), ex.Title)
+	text(field.NewPath("goal"), ex.Goal)
+	text(field.NewPath("ending"), ex.Ending)
+	text(setup.Child("about"), ex.Setup.About)
 	if len(ex.Steps) == 0 && len(ex.Quiz) == 0 {
-		bad("an exercise needs steps or a quiz")
+		errs = append(errs, field.Required(field.NewPath("steps"), "an exercise needs steps or a quiz"))
 	}
-	for _, p := range ex.Setup.Profiles {
+	for i, p := range ex.Setup.Profiles {
 		if !slices.Contains(profile.Names(), p) {
-			bad("setup.profiles: unknown profile %q", p)
+			errs = append(errs, field.NotSupported(setup.Child("profiles").Index(i), p, profile.Names()))
 		}
 	}
-	for _, c := range ex.Setup.Requires {
+	for i, c := range ex.Setup.Requires {
 		if !slices.Contains(Switches(), c) {
-			bad("setup.requires: unknown controller %q", c)
+			errs = append(errs, field.NotSupported(setup.Child("requires").Index(i), c, Switches()))
 		}
 	}
-	for c := range ex.Setup.Controllers {
+	for _, c := range slices.Sorted(maps.Keys(ex.Setup.Controllers)) {
 		if !slices.Contains(Switches(), c) {
-			bad("setup.controllers: unknown controller %q", c)
+			errs = append(errs, field.NotSupported(setup.Child("controllers").Key(c), c, Switches()))
 		}
 	}
 	for i, o := range ex.Setup.Delete {
+		p := setup.Child("delete").Index(i)
 		switch o.Kind {
 		case "Deployment", "Service", "Pod":
 		default:
-			bad("setup.delete[%d]: kind %q (valid: Deployment, Service, Pod)", i, o.Kind)
+			errs = append(errs, field.NotSupported(p.Child("kind"), o.Kind, []string{"Deployment", "Service", "Pod"}))
 		}
 		if o.Name == "" {
-			bad("setup.delete[%d]: name is required", i)
+			errs = append(errs, field.Required(p.Child("name"), ""))
 		}
 	}
 	if ex.Setup.Nodes < 0 || ex.Setup.Nodes > 20 {
-		bad("setup.nodes %d: must be between 0 and 20", ex.Setup.Nodes)
+		errs = append(errs, field.Invalid(setup.Child("nodes"), ex.Setup.Nodes, "must be between 0 and 20"))
 	}
 	stepIDs := map[string]bool{}
 	for i, s := range ex.Steps {
-		where := fmt.Sprintf("steps[%d]", i)
-		if !validID(s.ID) {
-			bad("%s: id %q: use lower-case words joined by dashes", where, s.ID)
-		}
+		p := field.NewPath("steps").Index(i)
+		id(p.Child("id"), s.ID)
 		if stepIDs[s.ID] {
-			bad("%s: duplicate id %q", where, s.ID)
+			errs = append(errs, field.Duplicate(p.Child("id"), s.ID))
 		}
 		stepIDs[s.ID] = true
-		text(where+".title", s.Title)
-		text(where+".body", s.Body)
-		text(where+".explanation", s.Explanation)
+		text(p.Child("title"), s.Title)
+		text(p.Child("body"), s.Body)
+		text(p.Child("explanation"), s.Explanation)
 		for j, h := range s.Hints {
-			text(fmt.Sprintf("%s.hints[%d]", where, j), h)
+			text(p.Child("hints").Index(j), h)
 		}
 		for j, c := range s.Commands {
 			if strings.TrimSpace(c) == "" {
-				bad("%s.commands[%d]: empty", where, j)
+				errs = append(errs, field.Required(p.Child("commands").Index(j), "an empty command"))
 			}
 		}
 		if len(s.Checks) == 0 && s.Answer == nil {
-			bad("%s: a step needs at least one check or an answer", where)
+			errs = append(errs, field.Required(p.Child("checks"), "a step needs at least one check or an answer"))
 		}
 		if s.Answer != nil {
 			if s.Answer.Kind == "" {
-				bad("%s.answer: kind is required", where)
+				errs = append(errs, field.Required(p.Child("answer", "kind"), ""))
 			}
-			text(where+".answer.prompt", s.Answer.Prompt)
+			text(p.Child("answer", "prompt"), s.Answer.Prompt)
 		}
 		if len(s.Solution) == 0 {
-			bad("%s: a step needs a solution (the exact commands)", where)
+			errs = append(errs, field.Required(p.Child("solution"), "a step needs a solution (the exact commands)"))
 		}
 		for j, c := range s.Solution {
-			w := fmt.Sprintf("%s.solution[%d]", where, j)
+			w := p.Child("solution").Index(j)
 			switch {
 			case c.Do != nil && c.Cmd != "":
-				bad("%s: set cmd or do, not both", w)
+				errs = append(errs, field.Invalid(w, c.Cmd, "set cmd or do, not both"))
 			case c.Do != nil:
-				text(w+".do", *c.Do)
+				text(w.Child("do"), *c.Do)
 			case strings.TrimSpace(c.Cmd) == "":
-				bad("%s: empty (set cmd or do)", w)
+				errs = append(errs, field.Required(w.Child("cmd"), "set cmd or do"))
 			}
 		}
 		for j, c := range s.Checks {
 			if c.Kind == "" {
-				bad("%s.checks[%d]: kind is required", where, j)
+				errs = append(errs, field.Required(p.Child("checks").Index(j).Child("kind"), ""))
 			}
 		}
 	}
 	qIDs := map[string]bool{}
 	for i, q := range ex.Quiz {
-		where := fmt.Sprintf("quiz[%d]", i)
-		if !validID(q.ID) {
-			bad("%s: id %q: use lower-case words joined by dashes", where, q.ID)
-		}
+		p := field.NewPath("quiz").Index(i)
+		id(p.Child("id"), q.ID)
 		if qIDs[q.ID] {
-			bad("%s: duplicate id %q", where, q.ID)
+			errs = append(errs, field.Duplicate(p.Child("id"), q.ID))
 		}
 		qIDs[q.ID] = true
-		text(where+".question", q.Question)
+		text(p.Child("question"), q.Question)
 		if len(q.Choices) < 2 {
-			bad("%s: at least two choices", where)
+			errs = append(errs, field.TooFew(p.Child("choices"), len(q.Choices), 2))
 		}
 		correct := 0
 		for j, c := range q.Choices {
-			text(fmt.Sprintf("%s.choices[%d].text", where, j), c.Text)
-			text(fmt.Sprintf("%s.choices[%d].why", where, j), c.Why)
+			text(p.Child("choices").Index(j).Child("text"), c.Text)
+			text(p.Child("choices").Index(j).Child("why"), c.Why)
 			if c.Correct {
 				correct++
 			}
 		}
 		if correct != 1 {
-			bad("%s: exactly one choice must be correct (found %d)", where, correct)
+			errs = append(errs, field.Invalid(p.Child("choices"), fmt.Sprintf("%d correct", correct), "exactly one choice must be correct"))
 		}
 	}
-	return errors.Join(errs...)
+	return errs.ToAggregate()
 }
 
-// texts lists every text of the exercise by where it is in the file, for
-// the test that both languages are present.
+// texts lists every text of the exercise by its path in the file, for the
+// test that both languages are present.
 func (ex *Exercise) texts() map[string]Text {
 	m := map[string]Text{"title": ex.Title, "goal": ex.Goal, "ending": ex.Ending, "setup.about": ex.Setup.About}
 	for i, s := range ex.Steps {
-		w := fmt.Sprintf("steps[%d]", i)
-		m[w+".title"], m[w+".body"], m[w+".explanation"] = s.Title, s.Body, s.Explanation
+		p := field.NewPath("steps").Index(i)
+		m[p.Child("title").String()], m[p.Child("body").String()], m[p.Child("explanation").String()] = s.Title, s.Body, s.Explanation
 		if s.Answer != nil {
-			m[w+".answer.prompt"] = s.Answer.Prompt
+			m[p.Child("answer", "prompt").String()] = s.Answer.Prompt
 		}
 		for j, c := range s.Solution {
 			if c.Do != nil {
-				m[fmt.Sprintf("%s.solution[%d].do", w, j)] = *c.Do
+				m[p.Child("solution").Index(j).Child("do").String()] = *c.Do
 			}
 		}
 		for j, h := range s.Hints {
-			m[fmt.Sprintf("%s.hints[%d]", w, j)] = h
+			m[p.Child("hints").Index(j).String()] = h
 		}
 	}
 	for i, q := range ex.Quiz {
-		w := fmt.Sprintf("quiz[%d]", i)
-		m[w+".question"] = q.Question
+		p := field.NewPath("quiz").Index(i)
+		m[p.Child("question").String()] = q.Question
 		for j, c := range q.Choices {
-			m[fmt.Sprintf("%s.choices[%d].text", w, j)] = c.Text
-			m[fmt.Sprintf("%s.choices[%d].why", w, j)] = c.Why
+			m[p.Child("choices").Index(j).Child("text").String()] = c.Text
+			m[p.Child("choices").Index(j).Child("why").String()] = c.Why
 		}
 	}
 	return m

@@ -85,13 +85,13 @@ quiz:
 		t.Fatalf("the well-formed file fails: %v", err)
 	}
 	for _, tc := range []struct{ drop, where string }{
-		{"en: The goal", "goal: missing en"},
-		{"ja: 終わりに", "ending: missing ja"},
-		{"ja: 本文", "steps[0].body: missing ja"},
-		{"en: A hint", "steps[0].hints[0]: missing en"},
-		{"ja: 説明", "steps[0].explanation: missing ja"},
-		{"en: Because not", "quiz[0].choices[1].why: missing en"},
-		{"ja: 問い", "quiz[0].question: missing ja"},
+		{"en: The goal", "goal.en: Required value"},
+		{"ja: 終わりに", "ending.ja: Required value"},
+		{"ja: 本文", "steps[0].body.ja: Required value"},
+		{"en: A hint", "steps[0].hints[0].en: Required value"},
+		{"ja: 説明", "steps[0].explanation.ja: Required value"},
+		{"en: Because not", "quiz[0].choices[1].why.en: Required value"},
+		{"ja: 問い", "quiz[0].question.ja: Required value"},
 	} {
 		bad := strings.Replace(good, tc.drop, tc.drop[:strings.Index(tc.drop, ":")+1]+` ""`, 1)
 		_, err := Parse([]byte(bad))
@@ -100,10 +100,12 @@ quiz:
 		}
 	}
 	for _, tc := range []struct{ from, to, want string }{
-		{"correct: true, ", "", "exactly one choice must be correct"},
-		{"kind: nodesReady", "kind: \"\"", "kind is required"},
-		{"id: one", "id: One", `id "One"`},
+		{"correct: true, ", "", `quiz[0].choices: Invalid value: "0 correct": exactly one choice must be correct`},
+		{"kind: nodesReady", "kind: \"\"", "steps[0].checks[0].kind: Required value"},
+		{"id: one", "id: One", `steps[0].id: Invalid value: "One": use lower-case words joined by dashes`},
 		{"order: 1", "order: 1\ncolour: blue", "unknown field"},
+		{"minutes: 5", "minutes: 500", "minutes: Invalid value: 500: say how long the exercise takes, 1 to 180"},
+		{"setup:\n", "setup:\n  profiles: [azure-ish]\n", `setup.profiles[0]: Unsupported value: "azure-ish"`},
 	} {
 		_, err := Parse([]byte(strings.Replace(good, tc.from, tc.to, 1)))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
