@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"fmt"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	cloudproviderapi "k8s.io/cloud-provider/api"
+
+	"github.com/ccmlab/ccmlab/internal/testutil"
 )
 
 // The latency benchmarks measure one flow per iteration against the real
@@ -19,22 +20,6 @@ import (
 //
 //	go test -run '^$' -bench 'ExternalIP|NodeInit' -benchtime 20x ./controllers/
 //	go test -run '^$' -bench 'Converge' -benchtime 1x ./controllers/
-
-func reportLatencies(b *testing.B, lat []time.Duration) {
-	if len(lat) == 0 {
-		return
-	}
-	s := slices.Clone(lat)
-	slices.Sort(s)
-	pct := func(p float64) float64 {
-		i := int(p*float64(len(s))+0.5) - 1
-		return float64(s[max(0, min(i, len(s)-1))].Microseconds()) / 1000
-	}
-	b.ReportMetric(pct(0.50), "p50-ms")
-	b.ReportMetric(pct(0.99), "p99-ms")
-	b.ReportMetric(float64(s[len(s)-1].Microseconds())/1000, "max-ms")
-	b.ReportMetric(0, "ns/op") // wall time per op includes setup; the percentiles are the result
-}
 
 // BenchmarkServiceExternalIP: Service created -> status.loadBalancer.ingress
 // seen on a watch (what `kubectl get svc -w` shows as EXTERNAL-IP).
@@ -56,14 +41,14 @@ func BenchmarkServiceExternalIP(b *testing.B) {
 		if _, err := l.client.CoreV1().Services(l.ns).Create(l.ctx, l.lbService(name, nil), metav1.CreateOptions{}); err != nil {
 			b.Fatal(err)
 		}
-		waitWatch(b, w, func(e watch.Event) bool {
+		testutil.WaitWatch(b, w, func(e watch.Event) bool {
 			s, ok := e.Object.(*v1.Service)
 			return ok && s.Name == name && len(s.Status.LoadBalancer.Ingress) > 0
 		})
 		lat = append(lat, time.Since(t0))
 	}
 	b.StopTimer()
-	reportLatencies(b, lat)
+	testutil.ReportLatencies(b, lat)
 }
 
 // BenchmarkNodeInit: Node registered (created tainted, no providerID) ->
@@ -83,32 +68,14 @@ func BenchmarkNodeInit(b *testing.B) {
 		b.StartTimer()
 		t0 := time.Now()
 		l.register(inst)
-		waitWatch(b, w, func(e watch.Event) bool {
+		testutil.WaitWatch(b, w, func(e watch.Event) bool {
 			n, ok := e.Object.(*v1.Node)
 			return ok && n.Name == inst.PrivateDNSName && n.Spec.ProviderID != "" && !hasTaint(n, cloudproviderapi.TaintExternalCloudProvider)
 		})
 		lat = append(lat, time.Since(t0))
 	}
 	b.StopTimer()
-	reportLatencies(b, lat)
-}
-
-func waitWatch(b *testing.B, w watch.Interface, match func(watch.Event) bool) {
-	timeout := time.NewTimer(30 * time.Second)
-	defer timeout.Stop()
-	for {
-		select {
-		case e, ok := <-w.ResultChan():
-			if !ok {
-				b.Fatal("watch closed")
-			}
-			if match(e) {
-				return
-			}
-		case <-timeout.C:
-			b.Fatal("timed out waiting on the watch")
-		}
-	}
+	testutil.ReportLatencies(b, lat)
 }
 
 // BenchmarkConverge: create S LoadBalancer Services at once in a lab of N

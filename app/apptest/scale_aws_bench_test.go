@@ -14,7 +14,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/ccmlab/ccmlab/app/sim"
-	"github.com/ccmlab/ccmlab/internal/gctune"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/controlplane/cptest"
 )
@@ -29,22 +28,7 @@ import (
 // because it costs money and throttles a real account.
 //
 //	go test -run '^$' -bench 'ScaleAWS/100x100' -benchtime 1x ./app/apptest
-func BenchmarkScaleAWS(b *testing.B) {
-	tuner, err := gctune.New(gctune.Config{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	go tuner.Run(ctx)
-	for _, n := range []int{100, 1000} {
-		b.Run(fmt.Sprintf("%dx%d", n, n), func(b *testing.B) {
-			for range b.N {
-				scaleRunAWS(b, n)
-			}
-		})
-	}
-}
+func BenchmarkScaleAWS(b *testing.B) { benchScales(b, scaleRunAWS) }
 
 func scaleRunAWS(b *testing.B, n int) {
 	cptest.Need(b)

@@ -41,8 +41,12 @@ import (
 // 1,000. `make bench-scale` runs 1000x1000 alone:
 //
 //	go test -run '^$' -bench 'Scale/1000x1000' -benchtime 1x ./app/apptest
-func BenchmarkScale(b *testing.B) {
-	// The collector tuning `ccmlab serve` runs, so the figures are a lab's.
+func BenchmarkScale(b *testing.B) { benchScales(b, scaleRun) }
+
+// benchScales runs run at 100 and 1,000 nodes x Services, as sub-benchmarks
+// NxN, under the collector tuning `ccmlab serve` runs, so the figures are a
+// lab's.
+func benchScales(b *testing.B, run func(b *testing.B, n int)) {
 	tuner, err := gctune.New(gctune.Config{})
 	if err != nil {
 		b.Fatal(err)
@@ -53,7 +57,7 @@ func BenchmarkScale(b *testing.B) {
 	for _, n := range []int{100, 1000} {
 		b.Run(fmt.Sprintf("%dx%d", n, n), func(b *testing.B) {
 			for range b.N {
-				scaleRun(b, n)
+				run(b, n)
 			}
 		})
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ccmlab/ccmlab/app/apptest"
 	"github.com/ccmlab/ccmlab/app/sim"
+	"github.com/ccmlab/ccmlab/internal/testutil"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/controlplane/cptest"
 )
@@ -83,14 +84,14 @@ func BenchmarkUpstreamServiceExternalIP(b *testing.B) {
 			b.Fatal(err)
 		}
 		names = append(names, name)
-		waitWatch(b, w, func(e watch.Event) bool {
+		testutil.WaitWatch(b, w, func(e watch.Event) bool {
 			s, ok := e.Object.(*v1.Service)
 			return ok && s.Name == name && len(s.Status.LoadBalancer.Ingress) > 0 && s.Status.LoadBalancer.Ingress[0].Hostname != ""
 		})
 		lat = append(lat, time.Since(t0))
 	}
 	b.StopTimer()
-	reportLatencies(b, lat)
+	testutil.ReportLatencies(b, lat)
 	for _, n := range names {
 		_ = svcs.Delete(context.Background(), n, metav1.DeleteOptions{})
 	}
@@ -117,7 +118,7 @@ func BenchmarkUpstreamNodeInit(b *testing.B) {
 		}
 		b.StartTimer()
 		var registered time.Time
-		waitWatch(b, w, func(e watch.Event) bool {
+		testutil.WaitWatch(b, w, func(e watch.Event) bool {
 			n, ok := e.Object.(*v1.Node)
 			if !ok || n.Name != inst.PrivateDNSName {
 				return false
@@ -130,44 +131,9 @@ func BenchmarkUpstreamNodeInit(b *testing.B) {
 		lat = append(lat, time.Since(registered))
 	}
 	b.StopTimer()
-	reportLatencies(b, lat)
+	testutil.ReportLatencies(b, lat)
 }
 
 func hasTaint(n *v1.Node, key string) bool {
 	return slices.ContainsFunc(n.Spec.Taints, func(t v1.Taint) bool { return t.Key == key })
-}
-
-func waitWatch(b *testing.B, w watch.Interface, match func(watch.Event) bool) {
-	b.Helper()
-	timeout := time.NewTimer(30 * time.Second)
-	defer timeout.Stop()
-	for {
-		select {
-		case e, ok := <-w.ResultChan():
-			if !ok {
-				b.Fatal("watch closed")
-			}
-			if match(e) {
-				return
-			}
-		case <-timeout.C:
-			b.Fatal("timed out waiting on the watch")
-		}
-	}
-}
-
-func reportLatencies(b *testing.B, lat []time.Duration) {
-	if len(lat) == 0 {
-		return
-	}
-	s := slices.Clone(lat)
-	slices.Sort(s)
-	pct := func(p float64) float64 {
-		i := int(p*float64(len(s))+0.5) - 1
-		return float64(s[max(0, min(i, len(s)-1))].Microseconds()) / 1000
-	}
-	b.ReportMetric(pct(0.50), "p50-ms")
-	b.ReportMetric(pct(0.99), "p99-ms")
-	b.ReportMetric(float64(s[len(s)-1].Microseconds())/1000, "max-ms")
-	b.ReportMetric(0, "ns/op") // wall time per op includes setup; the percentiles are the result
 }

@@ -393,7 +393,9 @@ export function initExercises({ api, fillConsole, onChallenge }) {
     if (active && s.hints.length) {
       parts.push(h("div", { class: "ex-hints", "data-testid": "ex-hints-" + s.id }, h("strong", { text: t("ex.hints") }), h("ul", null, s.hints.map((x) => h("li", { text: x })))));
     }
-    if (active && s.hints.length < s.hintCount) {
+    // One request reveals the next hint; after the last hint, the solution.
+    const more = s.hints.length < s.hintCount;
+    if (active && (more || s.solutionHidden)) {
       parts.push(
         h("button", {
           type: "button",
@@ -401,21 +403,8 @@ export function initExercises({ api, fillConsole, onChallenge }) {
           "data-action": "ex-hint",
           "data-step": s.id,
           disabled: !!ex.busy,
-          "data-testid": "ex-hint-" + s.id,
-          text: t("ex.hint", { n: s.hints.length + 1, m: s.hintCount }),
-        }),
-      );
-    } else if (active && s.solutionHidden) {
-      // The solution comes last, on its own request, after every hint.
-      parts.push(
-        h("button", {
-          type: "button",
-          class: "linklike",
-          "data-action": "ex-hint",
-          "data-step": s.id,
-          disabled: !!ex.busy,
-          "data-testid": "ex-show-solution-" + s.id,
-          text: t("ex.solution.show"),
+          "data-testid": (more ? "ex-hint-" : "ex-show-solution-") + s.id,
+          text: more ? t("ex.hint", { n: s.hints.length + 1, m: s.hintCount }) : t("ex.solution.show"),
         }),
       );
     }
