@@ -115,8 +115,9 @@ func attribute() (site, component string) {
 	}
 }
 
+// klogOutput is where the sink writes: the static Pods' logs in the store
+// CaptureKlog was last given (captureStore), and the terminal.
 type klogOutput struct {
-	store    *podlog.Store
 	terminal io.Writer
 	termV    int // 0: nothing on the terminal
 	pid      int
@@ -135,7 +136,7 @@ var _ logr.CallDepthLogSink = (*klogSink)(nil)
 func (s *klogSink) Init(logr.RuntimeInfo) {}
 
 func (s *klogSink) Enabled(level int) bool {
-	return level <= CaptureLevel || level <= s.out.termV
+	return (level <= CaptureLevel && captureStore.Load() != nil) || level <= s.out.termV
 }
 
 func (s *klogSink) Info(level int, msg string, kv ...any) { s.write('I', level, msg, nil, kv) }
@@ -162,6 +163,10 @@ func (s *klogSink) WithName(name string) logr.LogSink {
 func (s *klogSink) WithCallDepth(int) logr.LogSink { return s }
 
 func (s *klogSink) write(sev byte, level int, msg string, err error, kv []any) {
+	st := captureStore.Load()
+	if st == nil && s.out.termV == 0 {
+		return // an error line with nowhere to go
+	}
 	site, component := attribute()
 	now := time.Now()
 	var b bytes.Buffer
@@ -184,8 +189,8 @@ func (s *klogSink) write(sev byte, level int, msg string, err error, kv []any) {
 		}
 	}
 	line := strings.TrimRight(b.String(), "\n")
-	if component != "" && level <= CaptureLevel {
-		s.out.store.Append(podlog.StaticKey(component), now, line)
+	if st != nil && component != "" && level <= CaptureLevel {
+		st.Append(podlog.StaticKey(component), now, line)
 	}
 	if s.out.termV > 0 && level <= s.out.termV && s.out.terminal != nil {
 		s.out.mu.Lock()
@@ -217,22 +222,35 @@ func formatValue(v any) string {
 // in store, and to stderr as well when verbosity > 0 (the terminal stays
 // quiet otherwise). It replaces QuietKlog; call it before Start (which then
 // leaves klog alone) or instead of it when attached to a cluster.
+//
+// klog's logger may only be set while nothing logs, so the first call
+// installs the sink and later calls only point it at another store: a
+// test package's control plane runs from TestMain on, and each lab it
+// serves brings its own store. A nil store captures nothing until a store
+// is given. The first call's verbosity stays.
 func CaptureKlog(store *podlog.Store, verbosity int) {
-	store.SetLimit(podlog.StaticKey(ComponentCCM), CCMLogBytes)
-	for _, c := range []string{ComponentAPIServer, ComponentControllerManager, ComponentScheduler, ComponentEtcd} {
-		store.SetLimit(podlog.StaticKey(c), ControlPlaneLogBytes)
+	if store != nil {
+		store.SetLimit(podlog.StaticKey(ComponentCCM), CCMLogBytes)
+		for _, c := range []string{ComponentAPIServer, ComponentControllerManager, ComponentScheduler, ComponentEtcd} {
+			store.SetLimit(podlog.StaticKey(c), ControlPlaneLogBytes)
+		}
 	}
-	logsapi.ReapplyHandling = logsapi.ReapplyHandlingIgnoreUnchanged
-	out := &klogOutput{store: store, terminal: os.Stderr, termV: verbosity, pid: os.Getpid()}
-	// klog checks its own -v before it asks the sink; the sink then
-	// decides between Pod log and terminal.
-	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(fs)
-	_ = fs.Set("v", fmt.Sprint(max(verbosity, CaptureLevel)))
-	klog.SetLoggerWithOptions(logr.New(&klogSink{out: out}), klog.ContextualLogger(true))
 	captureStore.Store(store)
-	captured.Store(true)
+	installKlog.Do(func() {
+		logsapi.ReapplyHandling = logsapi.ReapplyHandlingIgnoreUnchanged
+		out := &klogOutput{terminal: os.Stderr, termV: verbosity, pid: os.Getpid()}
+		// klog checks its own -v before it asks the sink; the sink then
+		// decides between Pod log and terminal.
+		fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+		klog.InitFlags(fs)
+		_ = fs.Set("v", fmt.Sprint(max(verbosity, CaptureLevel)))
+		klog.SetLoggerWithOptions(logr.New(&klogSink{out: out}), klog.ContextualLogger(true))
+		captured.Store(true)
+	})
 }
+
+// installKlog guards the one SetLoggerWithOptions of CaptureKlog.
+var installKlog sync.Once
 
 // captured is set once CaptureKlog has run; QuietKlog then leaves klog be.
 var captured atomic.Bool

@@ -88,6 +88,9 @@ func run(m *testing.M, env **Env, mutate []func(*controlplane.Config)) int {
 	for _, f := range mutate {
 		f(&cfg)
 	}
+	// klog's logger is installed before anything logs: a test that serves
+	// a lab later only points it at the lab's Pod logs (CaptureKlog).
+	controlplane.CaptureKlog(nil, 0)
 	cp, err := controlplane.Start(context.Background(), cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "cptest: starting control plane:", err)
