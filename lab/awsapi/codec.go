@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"reflect"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -34,17 +33,34 @@ func (e *badParam) Error() string {
 
 // decode fills the struct v points to from form.
 func (c *codec) decode(form url.Values, v reflect.Value) error {
-	return c.decodeStruct(form, v.Elem(), "")
+	return c.decodeStruct(newQuery(form), v.Elem(), "")
 }
 
-func hasPrefix(form url.Values, prefix string) bool {
+// query is a request's parameters with every dotted prefix of their
+// names ("Instances.", "Instances.member.", "Instances.member.1."), so
+// that asking whether a list element or a structure is present costs a
+// lookup: a scan of every name per element made a RegisterInstances of a
+// thousand instances a million string compares.
+type query struct {
+	form     url.Values
+	prefixes map[string]bool
+}
+
+func newQuery(form url.Values) query {
+	q := query{form: form, prefixes: map[string]bool{}}
 	for k := range form {
-		if strings.HasPrefix(k, prefix) {
-			return true
+		for i := range len(k) {
+			if k[i] == '.' {
+				q.prefixes[k[:i+1]] = true
+			}
 		}
 	}
-	return false
+	return q
 }
+
+// hasPrefix reports whether a parameter's name starts with prefix, which
+// ends in a dot.
+func (q query) hasPrefix(prefix string) bool { return q.prefixes[prefix] }
 
 func (c *codec) listKey(key string, i int) string {
 	if c.flatList {
@@ -53,7 +69,7 @@ func (c *codec) listKey(key string, i int) string {
 	return key + ".member." + strconv.Itoa(i)
 }
 
-func (c *codec) decodeStruct(form url.Values, sv reflect.Value, prefix string) error {
+func (c *codec) decodeStruct(q query, sv reflect.Value, prefix string) error {
 	t := sv.Type()
 	for i := range t.NumField() {
 		f := t.Field(i)
@@ -61,14 +77,14 @@ func (c *codec) decodeStruct(form url.Values, sv reflect.Value, prefix string) e
 		if !ok || !f.IsExported() {
 			continue
 		}
-		if err := c.decodeValue(form, sv.Field(i), prefix+name); err != nil {
+		if err := c.decodeValue(q, sv.Field(i), prefix+name); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (c *codec) decodeValue(form url.Values, fv reflect.Value, key string) error {
+func (c *codec) decodeValue(q query, fv reflect.Value, key string) error {
 	ft := fv.Type()
 	switch {
 	case ft.Kind() == reflect.Slice:
@@ -76,11 +92,11 @@ func (c *codec) decodeValue(form url.Values, fv reflect.Value, key string) error
 		out := reflect.MakeSlice(ft, 0, 0)
 		for i := 1; ; i++ {
 			k := c.listKey(key, i)
-			if !form.Has(k) && !hasPrefix(form, k+".") {
+			if !q.form.Has(k) && !q.hasPrefix(k+".") {
 				break
 			}
 			ev := reflect.New(et).Elem()
-			if err := c.decodeValue(form, ev, k); err != nil {
+			if err := c.decodeValue(q, ev, k); err != nil {
 				return err
 			}
 			out = reflect.Append(out, ev)
@@ -90,22 +106,22 @@ func (c *codec) decodeValue(form url.Values, fv reflect.Value, key string) error
 		}
 		return nil
 	case ft.Kind() == reflect.Pointer && ft.Elem().Kind() == reflect.Struct && ft.Elem() != reflect.TypeFor[time.Time]():
-		if !hasPrefix(form, key+".") {
+		if !q.hasPrefix(key + ".") {
 			return nil
 		}
 		p := reflect.New(ft.Elem())
-		if err := c.decodeStruct(form, p.Elem(), key+"."); err != nil {
+		if err := c.decodeStruct(q, p.Elem(), key+"."); err != nil {
 			return err
 		}
 		fv.Set(p)
 		return nil
 	case ft.Kind() == reflect.Struct:
-		return c.decodeStruct(form, fv, key+".")
+		return c.decodeStruct(q, fv, key+".")
 	}
-	if !form.Has(key) {
+	if !q.form.Has(key) {
 		return nil
 	}
-	s := form.Get(key)
+	s := q.form.Get(key)
 	target := fv
 	if ft.Kind() == reflect.Pointer {
 		target = reflect.New(ft.Elem()).Elem()

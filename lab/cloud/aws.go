@@ -152,6 +152,19 @@ type AWSSubnet struct {
 	ID   string `json:"id"`
 	Zone string `json:"zone"`
 	CIDR string `json:"cidr"`
+	// Tags start as DefaultSubnetTags and change only by CreateTags and
+	// DeleteTags: which subnets cloud-provider-aws puts a load balancer in
+	// follows them (findSubnets, findELBSubnets), and students change them.
+	Tags map[string]string `json:"tags,omitempty"`
+}
+
+// cloneSubnets copies subnets with their tags.
+func cloneSubnets(in []AWSSubnet) []AWSSubnet {
+	out := slices.Clone(in)
+	for i := range out {
+		out[i].Tags = cloneTags(out[i].Tags)
+	}
+	return out
 }
 
 // IPPermission is one ingress rule of a security group: a protocol ("tcp",
@@ -228,7 +241,9 @@ func (c *Cloud) initAWSNetwork() {
 		RouteTableID:      awsID("rtb"),
 	}
 	for _, z := range c.cfg.Zones {
-		a.net.Subnets = append(a.net.Subnets, AWSSubnet{ID: awsID("subnet"), Zone: z, CIDR: c.net.subnets[z].Prefix().String()})
+		sn := AWSSubnet{ID: awsID("subnet"), Zone: z, CIDR: c.net.subnets[z].Prefix().String()}
+		sn.Tags = c.DefaultSubnetTags(sn.Zone)
+		a.net.Subnets = append(a.net.Subnets, sn)
 	}
 	g := &SecurityGroup{
 		ID:          awsID("sg"),
@@ -262,7 +277,7 @@ func (c *Cloud) AWSNetworkInfo() AWSNetwork {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	n := c.aws.net
-	n.Subnets = slices.Clone(n.Subnets)
+	n.Subnets = cloneSubnets(n.Subnets)
 	return n
 }
 
@@ -276,9 +291,32 @@ func (n AWSNetwork) SubnetOf(zone string) (AWSSubnet, bool) {
 	return AWSSubnet{}, false
 }
 
-// subnetTags are the tags the provider looks for when it picks ELB subnets.
-func (c *Cloud) subnetTags(s AWSSubnet) map[string]string {
-	return map[string]string{c.ClusterTagKey(): "owned", "kubernetes.io/role/elb": "1", "Name": c.cfg.ClusterID + "-" + s.Zone}
+// DefaultSubnetTags are a zone's subnet's tags in a fresh lab: the
+// cluster's own tag and the public-ELB role, which cloud-provider-aws
+// looks for when it picks load balancer subnets.
+func (c *Cloud) DefaultSubnetTags(zone string) map[string]string {
+	return map[string]string{c.ClusterTagKey(): "owned", "kubernetes.io/role/elb": "1", "Name": c.cfg.ClusterID + "-" + zone}
+}
+
+// RestoreSubnetTags puts every subnet's tags back to DefaultSubnetTags,
+// outside the call log: an exercise's reset, not an API call. It reports
+// whether anything changed.
+func (c *Cloud) RestoreSubnetTags() bool {
+	c.mu.Lock()
+	changed := false
+	for i, s := range c.aws.net.Subnets {
+		want := c.DefaultSubnetTags(s.Zone)
+		if !maps.Equal(s.Tags, want) {
+			c.aws.net.Subnets[i].Tags = want
+			changed = true
+		}
+	}
+	c.mu.Unlock()
+	if changed {
+		c.markDirty()
+		c.publish(Event{Kind: EventSubnet})
+	}
+	return changed
 }
 
 // Filter is an EC2 filter: a name and the values any one of which matches.
@@ -341,7 +379,7 @@ func (c *Cloud) DescribeVPCs(ctx context.Context, ids []string, filters []Filter
 			return "", err
 		}
 		if ok {
-			n.Subnets = slices.Clone(n.Subnets)
+			n.Subnets = cloneSubnets(n.Subnets)
 			out = append(out, n)
 		}
 		return fmt.Sprintf("%d vpcs", len(out)), nil
@@ -376,7 +414,7 @@ func (c *Cloud) DescribeSubnets(ctx context.Context, ids []string, filters []Fil
 			if len(ids) > 0 && !slices.Contains(ids, s.ID) {
 				continue
 			}
-			tags := c.subnetTags(s)
+			tags := cloneTags(s.Tags)
 			ok, err := matchFilters(filters, []string{"vpc-id", "subnet-id", "availability-zone", "cidr-block", "state"},
 				map[string][]string{"vpc-id": {c.aws.net.VPCID}, "subnet-id": {s.ID}, "availability-zone": {s.Zone}, "cidr-block": {s.CIDR}, "state": {"available"}}, tags)
 			if err != nil {
@@ -582,8 +620,9 @@ func (c *Cloud) CheckRouteTable(id string) error {
 	return nil
 }
 
-// CreateTags tags instances, security groups (and accepts, without
-// storing, the fixed network's IDs, whose tags are the lab's).
+// CreateTags tags instances, security groups and subnets (and accepts,
+// without storing, the VPC's, route table's and gateway's IDs, whose tags
+// are the lab's).
 func (c *Cloud) CreateTags(ctx context.Context, ids []string, tags map[string]string) error {
 	return c.awsCall(ctx, ServiceEC2, ActionCreateTags, "ids="+summarize(ids)+" tags="+summarizeTags(tags), ids, func(emit emitFunc) (string, error) {
 		if err := validateTags(tags); err != nil {
@@ -611,12 +650,20 @@ func (c *Cloud) CreateTags(ctx context.Context, ids []string, tags map[string]st
 				maps.Copy(g.Tags, tags)
 				emit(EventSecurityGroup, id)
 			}
+			if i := c.subnetIndexLocked(id); i >= 0 {
+				sn := &c.aws.net.Subnets[i]
+				if sn.Tags == nil {
+					sn.Tags = map[string]string{}
+				}
+				maps.Copy(sn.Tags, tags)
+				emit(EventSubnet, id)
+			}
 		}
 		return fmt.Sprintf("tagged %d resources", len(ids)), nil
 	})
 }
 
-// DeleteTags removes tag keys from instances and security groups.
+// DeleteTags removes tag keys from instances, security groups and subnets.
 func (c *Cloud) DeleteTags(ctx context.Context, ids []string, keys []string) error {
 	return c.awsCall(ctx, ServiceEC2, ActionDeleteTags, "ids="+summarize(ids)+" keys="+summarize(keys), ids, func(emit emitFunc) (string, error) {
 		c.mu.Lock()
@@ -639,6 +686,12 @@ func (c *Cloud) DeleteTags(ctx context.Context, ids []string, keys []string) err
 				}
 				emit(EventSecurityGroup, id)
 			}
+			if i := c.subnetIndexLocked(id); i >= 0 {
+				for _, k := range keys {
+					delete(c.aws.net.Subnets[i].Tags, k)
+				}
+				emit(EventSubnet, id)
+			}
 		}
 		return fmt.Sprintf("untagged %d resources", len(ids)), nil
 	})
@@ -658,6 +711,13 @@ func (c *Cloud) ec2ResourceExistsLocked(id string) bool {
 
 // EventSecurityGroup is published when a security group changes.
 const EventSecurityGroup = "securitygroup"
+
+// EventSubnet is published when a subnet's tags change.
+const EventSubnet = "subnet"
+
+func (c *Cloud) subnetIndexLocked(id string) int {
+	return slices.IndexFunc(c.aws.net.Subnets, func(s AWSSubnet) bool { return s.ID == id })
+}
 
 // nextSeqLocked numbers ARNs.
 func (c *Cloud) nextSeqLocked() uint64 {

@@ -23,7 +23,7 @@ type savedAWS struct {
 func (c *Cloud) savedAWSLocked() *savedAWS {
 	a := c.aws
 	s := &savedAWS{Network: a.net, Seq: a.seq, SourceDestCheck: maps.Clone(a.sourceDestCheck)}
-	s.Network.Subnets = slices.Clone(a.net.Subnets)
+	s.Network.Subnets = cloneSubnets(a.net.Subnets)
 	for _, k := range slices.Sorted(maps.Keys(a.groups)) {
 		s.SecurityGroups = append(s.SecurityGroups, a.groups[k].clone())
 	}
@@ -58,6 +58,12 @@ func (c *Cloud) restoreAWS(s *savedAWS) error {
 	}
 	a := c.aws
 	a.net = s.Network
+	a.net.Subnets = cloneSubnets(s.Network.Subnets)
+	for i, sn := range a.net.Subnets {
+		if sn.Tags == nil { // a state file from before subnets had tags
+			a.net.Subnets[i].Tags = c.DefaultSubnetTags(sn.Zone)
+		}
+	}
 	a.seq = s.Seq
 	for _, g := range s.SecurityGroups {
 		g := g.clone()

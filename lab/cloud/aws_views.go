@@ -50,15 +50,39 @@ type healthRec struct {
 }
 
 // AWSLoadBalancerViews returns the Classic ELBs and NLBs as LoadBalancer
-// values, sorted by name. They are fresh copies: the lab's AWS load
-// balancers are few, and their targets are read from several maps.
+// values, sorted by name, shared and read-only as LoadBalancerViews's are:
+// a Classic ELB that has not changed since an earlier call is the very
+// same *LoadBalancer as then. The data plane rebuilds its view of the
+// cloud after every burst of changes; with a thousand ELBs of a thousand
+// instances each, copying every target each time held the cloud's lock
+// for most of a second and starved the calls that change it. NLB views
+// are built fresh: their listeners and target groups change under ARNs
+// of their own, and a lab has few of them. Callers must not modify what
+// they get.
 func (c *Cloud) AWSLoadBalancerViews() []*LoadBalancer {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	var out []*LoadBalancer
-	for _, lb := range c.aws.elbs {
-		v := c.elbViewLocked(lb)
-		out = append(out, &v)
+	c.viewMu.Lock()
+	defer c.viewMu.Unlock()
+	if c.awsViews == nil {
+		c.awsViews = map[string]*LoadBalancer{}
+	}
+	out := make([]*LoadBalancer, 0, len(c.aws.elbs)+len(c.aws.nlbs))
+	for name, lb := range c.aws.elbs {
+		v := c.awsViews[name]
+		if v == nil {
+			cp := c.elbViewLocked(lb)
+			v = &cp
+			c.awsViews[name] = v
+		}
+		out = append(out, v)
+	}
+	if len(c.awsViews) > len(c.aws.elbs) { // drop the views of deleted ones
+		for name := range c.awsViews {
+			if _, ok := c.aws.elbs[name]; !ok {
+				delete(c.awsViews, name)
+			}
+		}
 	}
 	for _, lb := range c.aws.nlbs {
 		v := c.nlbViewLocked(lb)
@@ -348,6 +372,9 @@ func (c *Cloud) SetAWSTargetsHealth(name string, updates []TargetHealthUpdate) e
 			m[k] = rec
 			changed = true
 		}
+	}
+	if changed {
+		c.dropAWSView(name)
 	}
 	c.mu.Unlock()
 	if changed {

@@ -158,3 +158,78 @@ func TestAWSLoadBalancerViews(t *testing.T) {
 		t.Fatalf("unknown policy: %v", err)
 	}
 }
+
+// TestAWSViewsShared: a Classic ELB's view is shared until something it
+// shows changes (a call on it, the health the data plane sets, the state
+// of an instance it targets), and the view after the change shows it.
+func TestAWSViewsShared(t *testing.T) {
+	c := newTestCloud(t, nil)
+	a, b := mustRun(t, c, RunInstanceInput{}), mustRun(t, c, RunInstanceInput{})
+	ctx := ctxAs("service-controller")
+	net := c.AWSNetworkInfo()
+	if _, err := c.CreateELB(ctx, CreateELBInput{Name: "a1", Subnets: []string{net.Subnets[0].ID},
+		Listeners: []ELBListener{{Protocol: "TCP", Port: 80, InstanceProtocol: "TCP", InstancePort: 30080}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ELBRegisterInstances(ctx, "a1", []string{a.ID, b.ID}); err != nil {
+		t.Fatal(err)
+	}
+	view := func() *LoadBalancer {
+		t.Helper()
+		vs := c.AWSLoadBalancerViews()
+		if len(vs) != 1 {
+			t.Fatalf("%d views, want 1", len(vs))
+		}
+		return vs[0]
+	}
+	health := func(v *LoadBalancer, id string) TargetHealth {
+		for _, tg := range v.Targets {
+			if tg.ID == id {
+				return tg.Health
+			}
+		}
+		return ""
+	}
+	steps := []struct {
+		name    string
+		change  func() error
+		changed bool
+		check   func(v *LoadBalancer) bool
+	}{
+		{"nothing", func() error { return nil }, false, func(v *LoadBalancer) bool { return health(v, a.ID) == TargetInitial }},
+		{"health set", func() error {
+			return c.SetAWSTargetsHealth("a1", []TargetHealthUpdate{{ID: a.ID, Port: 30080, Health: TargetHealthy}})
+		}, true, func(v *LoadBalancer) bool { return health(v, a.ID) == TargetHealthy }},
+		{"same health again", func() error {
+			return c.SetAWSTargetsHealth("a1", []TargetHealthUpdate{{ID: a.ID, Port: 30080, Health: TargetHealthy}})
+		}, false, func(v *LoadBalancer) bool { return health(v, a.ID) == TargetHealthy }},
+		{"instance stopped", func() error { _, err := c.StopInstance(ctxAs("student"), b.ID); return err },
+			true, func(v *LoadBalancer) bool { return health(v, b.ID) == TargetUnused }},
+		{"instance deregistered", func() error { _, err := c.ELBDeregisterInstances(ctx, "a1", []string{b.ID}); return err },
+			true, func(v *LoadBalancer) bool { return health(v, b.ID) == "" && len(v.Targets) == 1 }},
+		{"a call that changes nothing", func() error { _, err := c.ELBTags(ctx, []string{"a1"}); return err },
+			false, func(v *LoadBalancer) bool { return len(v.Targets) == 1 }},
+	}
+	prev := view()
+	for _, st := range steps {
+		t.Run(st.name, func(t *testing.T) {
+			if err := st.change(); err != nil {
+				t.Fatal(err)
+			}
+			v := view()
+			if (v != prev) != st.changed {
+				t.Errorf("view replaced: %v, want %v", v != prev, st.changed)
+			}
+			if !st.check(v) {
+				t.Errorf("view does not show the change: %+v", v.Targets)
+			}
+			prev = v
+		})
+	}
+	if err := c.DeleteELB(ctx, "a1"); err != nil {
+		t.Fatal(err)
+	}
+	if vs := c.AWSLoadBalancerViews(); len(vs) != 0 {
+		t.Errorf("views after the delete: %d, want 0", len(vs))
+	}
+}

@@ -37,6 +37,10 @@ type Cloud struct {
 	// Filled under mu.RLock, so it has a lock of its own.
 	viewMu sync.Mutex
 	views  map[string]*LoadBalancer
+	// awsViews does the same for the AWS model's Classic ELBs (by name)
+	// for AWSLoadBalancerViews; an instance's state is in every view that
+	// targets it, so a state change drops them all (dropAWSViews).
+	awsViews map[string]*LoadBalancer
 
 	faults faultState
 	step   stepState
@@ -128,6 +132,12 @@ func CallerFrom(ctx context.Context) string {
 
 const unknownCaller = "unknown"
 
+// CallerUser is the caller of the lab's own API on a student's behalf: the
+// page's cloud panel and POST /api/cloud/... An instance it launched is
+// the student's (Instance.LaunchedBy), which an exercise's reset takes
+// back.
+const CallerUser = "user"
+
 type methodKey struct{}
 
 // WithMethod records which cloudprovider.Interface method a call serves
@@ -173,8 +183,11 @@ func (c *Cloud) call(ctx context.Context, action, request string, resources []st
 	}
 	if err == nil {
 		call.Result, err = fn(func(kind, id string) {
-			if kind == EventLoadBalancer {
+			switch kind {
+			case EventLoadBalancer:
 				c.dropView(id)
+			case EventELB:
+				c.dropAWSView(id) // an ARN names no Classic ELB: NLB views are not cached
 			}
 			events = append(events, Event{Kind: kind, ID: id})
 		})
@@ -341,6 +354,23 @@ func (c *Cloud) LoadBalancerViews() []*LoadBalancer {
 func (c *Cloud) dropView(name string) {
 	c.viewMu.Lock()
 	delete(c.views, name)
+	c.viewMu.Unlock()
+}
+
+// dropAWSView forgets the cached view of the Classic ELB named name. Like
+// dropView it is called after the change, so a view built before the
+// change (under mu.RLock, which the change excludes) cannot outlive it.
+func (c *Cloud) dropAWSView(name string) {
+	c.viewMu.Lock()
+	delete(c.awsViews, name)
+	c.viewMu.Unlock()
+}
+
+// dropAWSViews forgets every cached Classic ELB view: an instance that
+// stopped, started or went away changes its target in each of them.
+func (c *Cloud) dropAWSViews() {
+	c.viewMu.Lock()
+	clear(c.awsViews)
 	c.viewMu.Unlock()
 }
 

@@ -44,6 +44,12 @@ type Instance struct {
 	// them up.
 	StateTransitionTime time.Time         `json:"stateTransitionTime"`
 	Tags                map[string]string `json:"tags,omitempty"`
+	// LaunchedBy is the caller that launched it (WithCaller): the lab's
+	// own "ccmlab" at start, an exercise's reset, or CallerUser for a
+	// student's launch. Lab state, not an EC2 field (CloudTrail keeps it
+	// on AWS); an exercise's reset reads it to take back the VMs launched
+	// during the exercise. Empty in state saved before it existed.
+	LaunchedBy string `json:"launchedBy,omitempty"`
 }
 
 const terminatedRetention = time.Hour
@@ -108,6 +114,7 @@ func (c *Cloud) RunInstance(ctx context.Context, in RunInstanceInput) (Instance,
 			LaunchTime:          now,
 			StateTransitionTime: now,
 			Tags:                cloneTags(in.Tags),
+			LaunchedBy:          CallerFrom(ctx),
 		}}
 		c.instances[rec.ID] = rec
 		c.byDNS[dns] = rec.ID
@@ -187,6 +194,7 @@ func (c *Cloud) addInstanceLocked(rec *instanceRec) {
 
 func (c *Cloud) removeInstanceLocked(rec *instanceRec) {
 	delete(c.instances, rec.ID)
+	c.dropAWSViews()
 	delete(c.byDNS, rec.PrivateDNSName)
 	if sn, ok := c.net.subnets[rec.Zone]; ok {
 		sn.Release(parseAddr(rec.PrivateIP))
@@ -361,6 +369,7 @@ func (c *Cloud) instanceUndoLocked(rec *instanceRec) func() {
 	}
 	return func() {
 		rec.Instance = inst
+		c.dropAWSViews()
 		for name, lb := range lbs {
 			*c.lbs[name] = lb
 			c.dropView(name)
@@ -371,6 +380,7 @@ func (c *Cloud) instanceUndoLocked(rec *instanceRec) func() {
 func (c *Cloud) setStateLocked(rec *instanceRec, s InstanceState, emit emitFunc) {
 	rec.State = s
 	rec.StateTransitionTime = c.now()
+	c.dropAWSViews()
 	emit(EventInstance, rec.ID)
 }
 

@@ -30,16 +30,62 @@ import (
 //     nothing admits is dropped silently, which a client sees as a
 //     timeout; the trace names the rule that is missing.
 
-// awsSecurity is the part of the cloud snapshot that security groups need.
+// awsSecurity is the part of the cloud snapshot that security groups need,
+// indexed once per snapshot: a health round asks it about every target of
+// every load balancer, and at a thousand Classic ELBs the nodes' group has
+// a rule for each ELB's group, so scanning every rule for every target
+// (a billion rule checks a round) was a fifth of the lab's CPU.
 type awsSecurity struct {
-	groups     map[string]*cloud.SecurityGroup
+	groups     map[string]*sgIndex
 	nodeGroups []string // every lab instance's groups
 }
 
+// sgIndex is one group's ingress rules: the address rules to scan (few),
+// and the group rules by the source group they name.
+type sgIndex struct {
+	id    string
+	cidrs []sgRule
+	bySrc map[string][]sgRule
+}
+
+// sgRule is one source of one ingress permission. Where several rules
+// admit a packet, the one earliest in the group's list (perm, then
+// address before group, then sub) is named, as a scan in order would.
+type sgRule struct {
+	perm, sub int
+	byGroup   bool
+	prefix    netip.Prefix // address rules
+	source    string       // the CIDR or group ID, for the rule's name
+	p         *cloud.IPPermission
+}
+
+func (r sgRule) before(o sgRule) bool {
+	if r.perm != o.perm {
+		return r.perm < o.perm
+	}
+	if r.byGroup != o.byGroup {
+		return !r.byGroup
+	}
+	return r.sub < o.sub
+}
+
 func newAWSSecurity(groups []cloud.SecurityGroup, nodeGroups []string) *awsSecurity {
-	s := &awsSecurity{groups: make(map[string]*cloud.SecurityGroup, len(groups)), nodeGroups: nodeGroups}
+	s := &awsSecurity{groups: make(map[string]*sgIndex, len(groups)), nodeGroups: nodeGroups}
 	for i := range groups {
-		s.groups[groups[i].ID] = &groups[i]
+		g := &groups[i]
+		ix := &sgIndex{id: g.ID, bySrc: map[string][]sgRule{}}
+		for pi := range g.Ingress {
+			p := &g.Ingress[pi]
+			for ci, c := range p.CIDRs {
+				if pfx, err := netip.ParsePrefix(c); err == nil {
+					ix.cidrs = append(ix.cidrs, sgRule{perm: pi, sub: ci, prefix: pfx, source: c, p: p})
+				}
+			}
+			for gi, sg := range p.GroupIDs {
+				ix.bySrc[sg] = append(ix.bySrc[sg], sgRule{perm: pi, sub: gi, byGroup: true, source: sg, p: p})
+			}
+		}
+		s.groups[g.ID] = ix
 	}
 	return s
 }
@@ -56,24 +102,29 @@ func (s *awsSecurity) admits(groups []string, port int32, srcIP string, srcGroup
 		return "", false
 	}
 	for _, id := range groups {
-		g := s.groups[id]
-		if g == nil {
+		ix := s.groups[id]
+		if ix == nil {
 			continue
 		}
-		for _, p := range g.Ingress {
-			if !permCovers(p, port) {
-				continue
+		var best sgRule
+		found := false
+		consider := func(r sgRule) {
+			if (!found || r.before(best)) && permCovers(*r.p, port) {
+				best, found = r, true
 			}
-			for _, c := range p.CIDRs {
-				if pfx, err := netip.ParsePrefix(c); err == nil && pfx.Contains(src) {
-					return fmt.Sprintf("%s %s from %s", g.ID, permPorts(p), c), true
-				}
+		}
+		for _, r := range ix.cidrs {
+			if r.prefix.Contains(src) {
+				consider(r)
 			}
-			for _, sg := range p.GroupIDs {
-				if slices.Contains(srcGroups, sg) {
-					return fmt.Sprintf("%s %s from %s", g.ID, permPorts(p), sg), true
-				}
+		}
+		for _, sg := range srcGroups {
+			for _, r := range ix.bySrc[sg] {
+				consider(r)
 			}
+		}
+		if found {
+			return fmt.Sprintf("%s %s from %s", ix.id, permPorts(*best.p), best.source), true
 		}
 	}
 	return "", false
@@ -81,10 +132,10 @@ func (s *awsSecurity) admits(groups []string, port int32, srcIP string, srcGroup
 
 // permCovers: the rule's protocol and port range include TCP port.
 func permCovers(p cloud.IPPermission, port int32) bool {
-	switch strings.ToLower(p.Protocol) {
-	case "-1", "all":
+	switch {
+	case p.Protocol == "-1" || strings.EqualFold(p.Protocol, "all"):
 		return true
-	case "tcp", "6":
+	case p.Protocol == "6" || strings.EqualFold(p.Protocol, "tcp"):
 		return p.FromPort <= port && port <= p.ToPort
 	}
 	return false
@@ -172,15 +223,7 @@ func (e *env) routeAWSTarget(tr *Trace, lb *cloud.LoadBalancer, front string, pi
 	src, via := awsSource(lb, inst, tr.ClientIP)
 	tr.hop(Hop{Kind: HopLB, Node: nodeName(node), Address: front}.say(picked, via))
 	tr.LBSourceIP = src
-	switch {
-	case inst == nil:
-		tr.fail(statusRefused, why(tracetext.UnknownTarget, "target", t.ID))
-		return reached{}
-	case inst.State != cloud.InstanceRunning:
-		tr.fail(statusDropped, why(tracetext.TargetNotRunning, "target", t.ID, "state", string(inst.State)))
-		return reached{}
-	case node == nil:
-		tr.fail(statusRefused, why(tracetext.InstanceNoNode, "instance", t.ID))
+	if !tr.instanceServes(t, inst, node) {
 		return reached{}
 	}
 	if _, fail, ok := e.nodeAdmits(lb, inst, t.Port, src); !ok {

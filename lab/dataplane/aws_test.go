@@ -232,3 +232,46 @@ func TestAWSTargetHealth(t *testing.T) {
 		})
 	}
 }
+
+// TestSecurityGroupAdmits: the indexed groups name the rule a scan of the
+// group's rules in order would name, and admit nothing the rules do not.
+func TestSecurityGroupAdmits(t *testing.T) {
+	groups := []cloud.SecurityGroup{
+		{ID: "sg-node", Ingress: []cloud.IPPermission{
+			{Protocol: "tcp", FromPort: 22, ToPort: 22, CIDRs: []string{"0.0.0.0/0"}},
+			{Protocol: "tcp", FromPort: 30000, ToPort: 32767, GroupIDs: []string{"sg-elb-b", "sg-elb-a"}},
+			{Protocol: "-1", CIDRs: []string{"10.0.0.0/16", "10.0.1.0/24"}},
+			{Protocol: "TCP", FromPort: 80, ToPort: 80, GroupIDs: []string{"sg-elb-a"}},
+		}},
+		{ID: "sg-other", Ingress: []cloud.IPPermission{{Protocol: "udp", FromPort: 0, ToPort: 65535, CIDRs: []string{"0.0.0.0/0"}}}},
+	}
+	s := newAWSSecurity(groups, []string{"sg-node"})
+	tests := []struct {
+		name      string
+		groups    []string
+		port      int32
+		src       string
+		srcGroups []string
+		want      string
+		ok        bool
+	}{
+		{"an address rule", []string{"sg-node"}, 22, "203.0.113.1", nil, "sg-node tcp/22 from 0.0.0.0/0", true},
+		{"a group rule", []string{"sg-node"}, 31000, "203.0.113.1", []string{"sg-elb-a"}, "sg-node tcp/30000-32767 from sg-elb-a", true},
+		{"the earlier rule wins over a later group rule", []string{"sg-node"}, 80, "10.0.1.5", []string{"sg-elb-a"}, "sg-node all traffic from 10.0.0.0/16", true},
+		{"the first matching address of a rule", []string{"sg-node"}, 8080, "10.0.1.5", nil, "sg-node all traffic from 10.0.0.0/16", true},
+		{"a group rule on another port", []string{"sg-node"}, 80, "203.0.113.1", []string{"sg-elb-a"}, "sg-node TCP/80 from sg-elb-a", true},
+		{"a group no rule names", []string{"sg-node"}, 31000, "203.0.113.1", []string{"sg-elb-c"}, "", false},
+		{"a port no rule covers", []string{"sg-node"}, 443, "203.0.113.1", []string{"sg-elb-b"}, "", false},
+		{"udp rules do not admit TCP", []string{"sg-other"}, 53, "203.0.113.1", nil, "", false},
+		{"a group the snapshot does not have", []string{"sg-gone", "sg-node"}, 22, "203.0.113.1", nil, "sg-node tcp/22 from 0.0.0.0/0", true},
+		{"a bad source address", []string{"sg-node"}, 22, "not-an-ip", nil, "", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := s.admits(tc.groups, tc.port, tc.src, tc.srcGroups)
+			if got != tc.want || ok != tc.ok {
+				t.Errorf("admits = %q, %v; want %q, %v", got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}

@@ -5,8 +5,11 @@
 //
 // It has four parts:
 //
-//   - Rules (rules.go): kube-proxy's decisions as pure functions of
-//     Services, EndpointSlices, Nodes and Pods. A ClusterIP or a NodePort on
+//   - Rules (routing.go, endpoints.go, pick.go): kube-proxy's and the load
+//     balancer's decisions as pure functions of Services, EndpointSlices,
+//     Nodes, Pods and a snapshot of the cloud. Nothing there watches,
+//     listens or locks, so every rule can be checked with a table of
+//     objects. A ClusterIP or a NodePort on
 //     any node leads to the Service's ready endpoints; externalTrafficPolicy
 //     Cluster may send the packet on to a Pod on another node (the extra hop)
 //     and rewrites the source to the node's IP so replies come back the same
@@ -43,4 +46,29 @@
 // with a Route controller a Pod CIDR is reachable only through a row of the
 // VPC route table, so switching the Route controller off is visible in the
 // traces; profiles without one are treated as an overlay network.
+//
+// Where each thing lives:
+//
+//   - dataplane.go: Config, New and Run (the informers, the cloud's events,
+//     the periodic health round), WaitForSync.
+//   - request.go: Request and Do, and route, the one way in for a simulated
+//     request and a real connection to a listener alike.
+//   - clusterindex.go: clusterView, what the rules read from the apiserver,
+//     and its implementation over the informer caches with their six
+//     indexers (NodePort, healthCheckNodePort, ClusterIP, EndpointSlice by
+//     Service, Node by instance ID, Pod by IP).
+//   - cloudindex.go: cloudView, one snapshot of the cloud indexed for
+//     routing (load balancers by name and front, instances, VPC routes).
+//   - env.go: env, what one routing decision reads, and the mapping between
+//     Nodes and instances (and load balancers and Services).
+//   - routing.go: a packet's way from a listener, a NodePort or a ClusterIP
+//     to a Pod, hop by hop, and whether the network between nodes carries
+//     it.
+//   - endpoints.go: a Service port's endpoints from its EndpointSlices and
+//     kube-proxy's choice among them; services.go: reading a Service's
+//     ports, ClusterIPs and traffic policies.
+//   - pick.go: choosing one of many, the load balancer's target and the
+//     round-robin both it and kube-proxy use here.
+//   - health.go, listeners.go, trace.go, aws.go, pod.go, accesslog.go: as
+//     above; errors.go: RequestError; addr.go: host:port text.
 package dataplane

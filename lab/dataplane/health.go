@@ -209,3 +209,18 @@ func (d *Dataplane) checkHealth(cv *cloudView) {
 		changes = changes[n:]
 	}
 }
+
+// HealthCheckNodePort is kube-proxy's answer on node's healthCheckNodePort
+// port, for showing next to a target's health.
+func (d *Dataplane) HealthCheckNodePort(node string, port int32) (HealthCheckAnswer, error) {
+	e := d.env()
+	n := e.cluster.node(node)
+	if n == nil {
+		return HealthCheckAnswer{}, requestErrorf(ReasonUnknownNode, "no node named %q", node)
+	}
+	a, ok := e.healthCheckNodePort(n, port)
+	if !ok {
+		return HealthCheckAnswer{}, requestErrorf(ReasonNoNodePort, "no Service has healthCheckNodePort %d", port)
+	}
+	return a, nil
+}

@@ -206,3 +206,13 @@ func (l *traceLog) list() []Trace {
 func (l *traceLog) subscribe(buf int) (<-chan Trace, func()) {
 	return l.subs.Subscribe(buf)
 }
+
+// Traces returns the kept traces, oldest first.
+func (d *Dataplane) Traces() []Trace { return d.traces.list() }
+
+// SubscribeTraces returns a channel that receives every new trace, with
+// room for buf of them, and a cancel func (safe to call more than once).
+// A full channel misses traces rather than slowing requests down.
+func (d *Dataplane) SubscribeTraces(buf int) (<-chan Trace, func()) {
+	return d.traces.subscribe(buf)
+}
