@@ -90,6 +90,13 @@ type Config struct {
 	// OnReady is called once the lab is ready, with the kubeconfig path
 	// (optional).
 	OnReady func(kubeconfig string)
+	// Restart, when set, lets the page restart the lab into another
+	// profile or with other add-ons (POST /api/lab/restart), for an
+	// exercise this lab cannot run. It is called with a request Validate
+	// accepted; it must return at once and have Run end, for its caller to
+	// start the lab again (cmd/ccmlab's serve keeps the progress). Nil:
+	// no restart is offered (a classroom's lab, a test's).
+	Restart func(profile string, addons []string) error
 	// Files writes the cloud's state file and the server's space probe
 	// into the data dir (default datafs.OS{}); tests inject a
 	// datafs.Switch to make that disk full.
@@ -362,6 +369,7 @@ func (a *App) build(ctx, gctx context.Context, g *errgroup.Group, cl cluster, l 
 	ex, err := exercises.New(exercises.Config{
 		Env:   check.Env{Client: s.Client, Cloud: s.Cloud, Flow: s.Observer, Controllers: s.Manager, Dataplane: s.Dataplane, Profile: a.cfg.Profile, History: s.History},
 		Store: l.store, Nodes: a.cfg.Nodes, Logger: a.cfg.Logger.With("component", "exercises"), Addr: a.cfg.Addr,
+		Restartable: a.cfg.Restart != nil,
 		// A step passed by the automatic check turns green on the page.
 		OnProgress: func(id string) { pub.publish(stream.Exercise{Exercise: id}) },
 	})
@@ -376,11 +384,41 @@ func (a *App) build(ctx, gctx context.Context, g *errgroup.Group, cl cluster, l 
 	api.Store(&server.Lab{
 		Profile: a.cfg.Profile, Cloud: s.Cloud, Controllers: s.Manager, Flow: s.Observer, Hub: l.hub,
 		Requests: requester{dp: s.Dataplane, flow: s.Observer}, Epoch: epoch,
-		Exercises: ex, Console: con,
+		Exercises: ex, Console: con, Restart: a.restartFunc(),
 	})
 	a.srv.SetLab(api.Load())
 	a.cfg.Progress("cloud, kubelets, ccm", time.Since(begin))
 	return nil
+}
+
+// restartFunc is Config.Restart behind the lab's own rules: the profile
+// and add-ons asked for must make a Config that Validate accepts, with
+// the profile's default controllers and AWS provider (what the old
+// profile's flags chose may not exist in the new one).
+func (a *App) restartFunc() server.RestartFunc {
+	if a.cfg.Restart == nil {
+		return nil
+	}
+	return func(name string, addons []string) error {
+		p, err := profile.Get(name)
+		if err != nil {
+			return err
+		}
+		next := a.cfg
+		if p.Name != a.cfg.Profile.Name {
+			// A new profile starts from its own defaults: the AWS
+			// provider (cmd/ccmlab's serve does the same with its flags).
+			next.AWSProvider = ""
+		}
+		next.Profile, next.Addons = p, addons
+		if next.Controllers, err = p.ParseControllers(""); err != nil {
+			return err
+		}
+		if err := next.Validate(); err != nil {
+			return err
+		}
+		return a.cfg.Restart(name, addons)
+	}
 }
 
 func newEpoch() string {

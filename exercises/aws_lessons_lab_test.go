@@ -1,3 +1,5 @@
+//go:build !unit
+
 package exercises
 
 import (
@@ -12,7 +14,6 @@ import (
 	"github.com/ccmlab/ccmlab/exercises/format"
 	"github.com/ccmlab/ccmlab/internal/testutil"
 	"github.com/ccmlab/ccmlab/lab/cloud"
-	"github.com/ccmlab/ccmlab/lab/dataplane"
 )
 
 // The lessons on what cloud-provider-aws builds around a Classic ELB and
@@ -20,17 +21,6 @@ import (
 // upstream provider, the CCM as a Pod): nothing passes right after the
 // reset, a wrong answer is refused, each step passes once its action is
 // done.
-
-// studentLB sends one request through name's load balancer as the page's
-// request panel does.
-func (w *world) studentLB(t *testing.T, name string) dataplane.Trace {
-	t.Helper()
-	f, ok := w.obs.ServiceFlow(format.Namespace + "/" + name)
-	if !ok || f.LB == "" {
-		return dataplane.Trace{Error: "no load balancer yet"}
-	}
-	return w.send(t, dataplane.Request{Kind: dataplane.KindLoadBalancer, LB: f.LB})
-}
 
 // elbGroups waits for the Service's Classic ELB and its security group.
 func (w *world) elbGroups(t *testing.T, name string) (lbName string, groups []string) {
@@ -91,7 +81,7 @@ func TestExerciseClosedNodeGroup(t *testing.T) {
 	w.run(t, id, "serve", "create deployment")
 	w.run(t, id, "serve", "expose deployment")
 	testutil.Eventually(t, 90*time.Second, "gate-web answers through its ELB", func() (bool, string) {
-		tr := w.studentLB(t, "gate-web")
+		tr := w.sendLB(t, "gate-web")
 		return tr.Status == 200, tr.Error
 	})
 	w.waitStep(t, id, "serve", 10*time.Second)
@@ -104,7 +94,7 @@ func TestExerciseClosedNodeGroup(t *testing.T) {
 	w.failsNow(t, id, "close")
 	must(t, w.cloud.RevokeIngress(cloud.WithCaller(ctx, "aws-cli"), nodes, rule))
 	testutil.Eventually(t, 30*time.Second, "gate-web no longer answers", func() (bool, string) {
-		tr := w.studentLB(t, "gate-web")
+		tr := w.sendLB(t, "gate-web")
 		return tr.Status != 200, tr.Error
 	})
 	w.waitStep(t, id, "close", 10*time.Second)
@@ -117,7 +107,7 @@ func TestExerciseClosedNodeGroup(t *testing.T) {
 	w.failsNow(t, id, "reopen")
 	w.run(t, id, "reopen", "kubectl annotate")
 	testutil.Eventually(t, 90*time.Second, "gate-web answers again", func() (bool, string) {
-		tr := w.studentLB(t, "gate-web")
+		tr := w.sendLB(t, "gate-web")
 		return tr.Status == 200, tr.Error
 	})
 	w.waitStep(t, id, "reopen", 10*time.Second)

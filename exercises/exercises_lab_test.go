@@ -1,3 +1,5 @@
+//go:build !unit
+
 package exercises
 
 import (
@@ -275,7 +277,7 @@ func (w *world) run(t *testing.T, id, step, sub string) string {
 
 func (w *world) launch(t *testing.T) cloud.Instance {
 	t.Helper()
-	inst, err := w.cloud.RunInstance(cloud.WithCaller(context.Background(), "user"), cloud.RunInstanceInput{})
+	inst, err := w.cloud.RunInstance(cloud.WithCaller(context.Background(), cloud.CallerUser), cloud.RunInstanceInput{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +286,7 @@ func (w *world) launch(t *testing.T) cloud.Instance {
 
 func (w *world) terminate(t *testing.T, id string) {
 	t.Helper()
-	if _, err := w.cloud.TerminateInstance(cloud.WithCaller(context.Background(), "user"), id); err != nil {
+	if _, err := w.cloud.TerminateInstance(cloud.WithCaller(context.Background(), cloud.CallerUser), id); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/utils/ptr"
 
+	"github.com/ccmlab/ccmlab/exercises/check"
 	"github.com/ccmlab/ccmlab/exercises/format"
 	"github.com/ccmlab/ccmlab/internal/i18n"
 	"github.com/ccmlab/ccmlab/internal/kube"
@@ -589,9 +590,6 @@ func upstreamAWS(_ context.Context, s *Service) bool {
 // ccmAsPod: the CCM runs as the DaemonSet Pod in kube-system, with a
 // ServiceAccount per controller, so RBAC is what limits it.
 func ccmAsPod(ctx context.Context, s *Service) bool {
-	l, err := s.cfg.Env.Client.AppsV1().DaemonSets(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return false
-	}
-	return slices.ContainsFunc(l.Items, func(d appsv1.DaemonSet) bool { return strings.HasSuffix(d.Name, "cloud-controller-manager") })
+	_, err := check.CCMDaemonSet(ctx, s.cfg.Env.Client)
+	return err == nil
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ccmlab/ccmlab/exercises/format"
 	"github.com/ccmlab/ccmlab/exercises/progress"
+	"github.com/ccmlab/ccmlab/internal/i18n"
 	"github.com/ccmlab/ccmlab/internal/kube"
 	"github.com/ccmlab/ccmlab/lab/ccmnames"
 	"github.com/ccmlab/ccmlab/lab/cloud"
@@ -37,7 +38,9 @@ const ResetCaller = "exercise-reset"
 //  2. the exercise's objects are deleted and waited for; a Service's
 //     load balancer is deleted by its controller, which is switched on for
 //     that if needed;
-//  3. at least Setup.Nodes (or Config.Nodes) instances run;
+//  3. the VMs a student launched (cloud.CallerUser) are terminated and
+//     their Nodes deleted, and at least Setup.Nodes (or Config.Nodes)
+//     instances run;
 //  4. every controller and add-on is switched as Setup.Controllers says,
 //     or back to its start-up default;
 //  5. nodes are uncordoned or given the uninitialized taint if asked;
@@ -84,7 +87,7 @@ func (s *Service) ResetWith(ctx context.Context, id string, opts ResetOptions) e
 		s.markStart(id)
 		return nil
 	}
-	return s.recordedReset(ctx, ex, opts, "")
+	return s.recordedReset(ctx, ex, opts, i18n.Text{})
 }
 
 // recordedReset runs the reset between two records in the progress store:
@@ -94,8 +97,8 @@ func (s *Service) ResetWith(ctx context.Context, id string, opts ResetOptions) e
 // a failed reset leaves the exercise at its start, with a note saying why,
 // rather than with the previous round's marks over a lab that is not the
 // exercise's. resumed, when set, is the note of a reset finished at start.
-// Call with mu.
-func (s *Service) recordedReset(ctx context.Context, ex *format.Exercise, opts ResetOptions, resumed string) error {
+// Notes are kept in both languages (resetNote). Call with mu.
+func (s *Service) recordedReset(ctx context.Context, ex *format.Exercise, opts ResetOptions, resumed i18n.Text) error {
 	id := ex.ID
 	keys := progressKeys(id)
 	raw, err := json.Marshal(opts)
@@ -110,7 +113,7 @@ func (s *Service) recordedReset(ctx context.Context, ex *format.Exercise, opts R
 	// settle timeout): it is what the page shows next.
 	rec := context.WithoutCancel(ctx)
 	if err != nil {
-		if ferr := s.cfg.Store.FailReset(rec, id, keys, string(raw), err.Error(), s.cfg.Now()); ferr != nil {
+		if ferr := s.cfg.Store.FailReset(rec, id, keys, string(raw), encodeNote(failedNote(err, s.cfg.SettleTimeout)), s.cfg.Now()); ferr != nil {
 			s.cfg.Logger.Error("recording a failed reset", "exercise", id, "err", ferr)
 		}
 		// Evidence from before the failed reset no longer counts, and the
@@ -122,11 +125,11 @@ func (s *Service) recordedReset(ctx context.Context, ex *format.Exercise, opts R
 		}
 		return err
 	}
-	state := ""
-	if resumed != "" {
-		state = progress.ResetResumed
+	state, note := "", ""
+	if resumed.EN != "" {
+		state, note = progress.ResetResumed, encodeNote(resumed)
 	}
-	if err := s.cfg.Store.EndReset(rec, id, state, resumed, s.cfg.Now()); err != nil {
+	if err := s.cfg.Store.EndReset(rec, id, state, note, s.cfg.Now()); err != nil {
 		return fmt.Errorf("recording the reset: %w", err)
 	}
 	return nil
@@ -163,10 +166,19 @@ func (s *Service) resetLab(ctx context.Context, ex *format.Exercise, opts ResetO
 	if err := s.restoreServiceControllerRBAC(ctx); err != nil {
 		return err
 	}
+	if err := s.restoreCCMToleration(ctx); err != nil {
+		return err
+	}
+	// Subnets tagged for another cluster (the subnet-tags exercise) would
+	// put every later exercise's load balancer in one subnet.
+	env.Cloud.RestoreSubnetTags()
 	if err := s.deleteObjects(ctx, ex.Setup.Delete); err != nil {
 		return err
 	}
 	if err := s.deleteOrphanedLoadBalancers(ctx, ex.Setup.Delete); err != nil {
+		return err
+	}
+	if err := s.terminateLaunched(ctx); err != nil {
 		return err
 	}
 	nodes := ex.Setup.Nodes
@@ -442,6 +454,54 @@ func runningInstances(c *cloud.Cloud) []cloud.Instance {
 		}
 	}
 	return out
+}
+
+// terminateLaunched takes back the VMs a student launched (the cloud
+// panel, POST /api/cloud/instances): they are not the lab's nodes, and
+// left running they change what the next exercise shows (a VM launched
+// while the Route controller was off keeps routes' "no-route" failing).
+// Their Nodes go with them, so the lab settles without waiting for the
+// node-lifecycle controller, which may be off. The lab's own VMs (launched
+// at start or by a reset), the control plane's, and those of state saved
+// before the cloud recorded who launched what (LaunchedBy empty) stay.
+func (s *Service) terminateLaunched(ctx context.Context) error {
+	var names []string
+	for _, inst := range s.cfg.Env.Cloud.Snapshot().Instances {
+		if inst.State == cloud.InstanceTerminated || inst.LaunchedBy != cloud.CallerUser || kubelet.IsControlPlane(inst) {
+			continue
+		}
+		if _, err := s.cfg.Env.Cloud.TerminateInstance(cloud.WithCaller(ctx, ResetCaller), inst.ID); err != nil {
+			return fmt.Errorf("terminating %s, launched during the exercise: %w", inst.ID, err)
+		}
+		names = append(names, inst.PrivateDNSName)
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	// A kubelet stops when it hears of its VM's termination, a moment
+	// after the call: one that had not yet would register its Node again
+	// right after a deletion. So the Nodes are deleted until two rounds in
+	// a row find none.
+	nodes := s.cfg.Env.Client.CoreV1().Nodes()
+	clean := 0
+	return s.waitFor(ctx, "the Nodes of the VMs launched during the exercise to go", func() (bool, string, error) {
+		left := 0
+		for _, name := range names {
+			err := nodes.Delete(ctx, name, metav1.DeleteOptions{})
+			switch {
+			case err == nil:
+				left++
+			case !apierrors.IsNotFound(err):
+				return false, "", fmt.Errorf("deleting Node %s: %w", name, err)
+			}
+		}
+		if left > 0 {
+			clean = 0
+			return false, fmt.Sprintf("%d left", left), nil
+		}
+		clean++
+		return clean >= 2, "", nil
+	})
 }
 
 func (s *Service) ensureInstances(ctx context.Context, n int) error {

@@ -1,3 +1,5 @@
+//go:build !unit
+
 package exercises
 
 import (
@@ -20,6 +22,7 @@ import (
 	"github.com/ccmlab/ccmlab/controllers/provider"
 	"github.com/ccmlab/ccmlab/exercises/format"
 	"github.com/ccmlab/ccmlab/exercises/progress"
+	"github.com/ccmlab/ccmlab/internal/i18n"
 	"github.com/ccmlab/ccmlab/internal/testutil"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/profile"
@@ -180,6 +183,12 @@ func TestResetInterruptedIsFinishedAtStart(t *testing.T) {
 	if d.Reset == nil || d.Reset.State != progress.ResetResumed || !strings.Contains(d.Reset.Note, "started again") {
 		t.Errorf("after the start the note is %+v, want resumed", d.Reset)
 	}
+	// The ja API says it in Japanese.
+	ja, err := next.Get(ctx, MysteryID, "ja")
+	must(t, err)
+	if ja.Reset == nil || i18n.NotJapanese(ja.Reset.Note) == "no Japanese in it" || i18n.EnglishSentence(ja.Reset.Note) != "" {
+		t.Errorf("after the start the Japanese note is %+v", ja.Reset)
+	}
 	if v, err := next.NameCause(ctx, MysteryID, CauseIAMDeny, "en"); err != nil || v.Correct == nil || !*v.Correct {
 		t.Errorf("the finished reset hid another cause than it was asked: %+v %v", v, err)
 	}
@@ -266,6 +275,44 @@ func TestResetDeletesOrphanedLoadBalancersAndEvents(t *testing.T) {
 		return c.Action == cloud.ActionDeleteLoadBalancer && c.Caller == ResetCaller
 	}) {
 		t.Error("the call log has no DeleteLoadBalancer by the reset")
+	}
+}
+
+// A reset takes back the VMs launched during the exercise, with their
+// Nodes, and leaves the lab with its own nodes: the next exercise starts
+// from the lab's start.
+func TestResetTerminatesVMsLaunchedDuringTheExercise(t *testing.T) {
+	w := theWorld(t)
+	const id = "routes"
+	ctx := context.Background()
+	w.reset(t, id)
+	inst := w.launch(t)
+	nodes := env.Client.CoreV1().Nodes()
+	testutil.Eventually(t, 60*time.Second, "the launched VM's Node", func() (bool, string) {
+		_, err := nodes.Get(ctx, inst.PrivateDNSName, metav1.GetOptions{})
+		return err == nil, "no Node " + inst.PrivateDNSName
+	})
+
+	w.reset(t, id)
+	if now, ok := w.cloud.LookupInstance(inst.ID); !ok || now.State != cloud.InstanceTerminated {
+		t.Errorf("the VM launched during the exercise survived its reset: %+v", now)
+	}
+	if _, err := nodes.Get(ctx, inst.PrivateDNSName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the Node of the VM launched during the exercise survived its reset: %v", err)
+	}
+	running := runningInstances(w.cloud)
+	if len(running) < worldNodes {
+		t.Errorf("after the reset %d workers run, want at least %d", len(running), worldNodes)
+	}
+	for _, r := range running {
+		if r.LaunchedBy == cloud.CallerUser {
+			t.Errorf("a student's VM %s runs after the reset", r.ID)
+		}
+	}
+	if !slices.ContainsFunc(w.cloud.Calls(0), func(c cloud.Call) bool {
+		return c.Action == cloud.ActionTerminateInstances && c.Caller == ResetCaller && slices.Contains(c.Resources, inst.ID)
+	}) {
+		t.Errorf("the call log has no TerminateInstances of %s by the reset", inst.ID)
 	}
 }
 

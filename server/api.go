@@ -33,6 +33,10 @@ type Lab struct {
 	Console   *console.Console
 	// Epoch names this run for websocket resumption.
 	Epoch string
+	// Restart, when set, restarts the lab into another profile or with
+	// other add-ons (POST /api/lab/restart); nil in a lab that cannot
+	// restart itself (a classroom's, a test's).
+	Restart RestartFunc
 }
 
 // SetLab makes the API answer.
@@ -72,6 +76,7 @@ func (s *Server) routes() {
 	api(http.MethodPost, "/exercises/:id/steps/:step/answer", s.answerStep)
 	api(http.MethodPost, "/exercises/:id/steps/:step/hint", s.revealHint)
 	api(http.MethodPost, "/console", s.runConsole)
+	api(http.MethodPost, "/lab/restart", s.postRestart)
 	api(http.MethodGet, "/recording", s.getRecording)
 	s.echo.GET("/ws", s.websocket, s.needLab)
 	if s.cfg.Assets != nil {

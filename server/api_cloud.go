@@ -19,7 +19,7 @@ type launchRequest struct {
 // caller "user", beside the controllers' calls. They are saved before they
 // are answered (a full disk answers 507 and changes nothing).
 func userCtx(c echo.Context) context.Context {
-	return cloud.WithSyncSave(cloud.WithCaller(c.Request().Context(), "user"))
+	return cloud.WithSyncSave(cloud.WithCaller(c.Request().Context(), cloud.CallerUser))
 }
 
 // cloudError maps the cloud's typed errors to HTTP: a bad request is the

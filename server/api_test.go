@@ -1,20 +1,18 @@
+//go:build !unit
+
 package server
 
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/ccmlab/ccmlab/controllers"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/controlplane/cptest"
 	"github.com/ccmlab/ccmlab/lab/flow"
@@ -25,50 +23,6 @@ import (
 var env *cptest.Env
 
 func TestMain(m *testing.M) { cptest.Main(m, &env) }
-
-// fakeControllers stands in for the CCM manager: the API test is about the
-// HTTP contract, and the manager has its own integration tests.
-// It answers with the manager's sentinel errors, which is what the server
-// maps to statuses.
-type fakeControllers struct {
-	mu   sync.Mutex
-	on   map[string]bool
-	busy string // Enable of this controller fails with ErrBusy
-}
-
-func (f *fakeControllers) Status() map[string]bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	out := map[string]bool{}
-	for k, v := range f.on {
-		out[k] = v
-	}
-	return out
-}
-func (f *fakeControllers) set(n string, v bool) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if _, ok := f.on[n]; !ok {
-		if slices.Contains(append(profile.AllControllers(), controllers.AddonLBC), n) {
-			return fmt.Errorf("%w: the kubevirt profile has no %s controller", controllers.ErrNotInProfile, n)
-		}
-		return fmt.Errorf("%w %q", controllers.ErrUnknownController, n)
-	}
-	if v && n == f.busy {
-		return fmt.Errorf("%w: the previous %s controller still has requests in flight", controllers.ErrBusy, n)
-	}
-	f.on[n] = v
-	return nil
-}
-func (f *fakeControllers) Enable(n string) error  { return f.set(n, true) }
-func (f *fakeControllers) Disable(n string) error { return f.set(n, false) }
-
-type testLab struct {
-	srv   *Server
-	cloud *cloud.Cloud
-	ctrl  *fakeControllers
-	inst  cloud.Instance
-}
 
 func newTestLab(t *testing.T, token string) *testLab {
 	t.Helper()
@@ -104,33 +58,6 @@ func newTestLab(t *testing.T, token string) *testLab {
 	srv.SetLab(&Lab{Profile: p, Cloud: c, Controllers: ctrl, Flow: obs, Hub: h, Epoch: "test"})
 	srv.SetReady(true)
 	return &testLab{srv: srv, cloud: c, ctrl: ctrl, inst: inst}
-}
-
-type req struct {
-	method, path, body string
-	header             map[string]string
-}
-
-func (l *testLab) do(r req) (int, string) {
-	var body io.Reader
-	if r.body != "" {
-		body = strings.NewReader(r.body)
-	}
-	hr := httptest.NewRequest(r.method, r.path, body)
-	hr.Host = "localhost:8080" // httptest's example.com is not the lab's
-	if r.body != "" {
-		hr.Header.Set("Content-Type", "application/json")
-	}
-	for k, v := range r.header {
-		if k == "Host" {
-			hr.Host = v
-			continue
-		}
-		hr.Header.Set(k, v)
-	}
-	rec := httptest.NewRecorder()
-	l.srv.ServeHTTP(rec, hr)
-	return rec.Code, rec.Body.String()
 }
 
 func TestAPI(t *testing.T) {
@@ -286,19 +213,5 @@ func TestToken(t *testing.T) {
 	}
 	if !l.ctrl.Status()["node"] {
 		t.Fatal("a request without the token switched the node controller off")
-	}
-}
-
-func TestStartingLabAnswers503(t *testing.T) {
-	srv, err := New(Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, path := range []string{"/healthz", "/api/state", "/ws"} {
-		rec := httptest.NewRecorder()
-		srv.ServeHTTP(rec, httptest.NewRequest("GET", "http://127.0.0.1:8080"+path, nil))
-		if rec.Code != http.StatusServiceUnavailable {
-			t.Errorf("%s = %d, want 503", path, rec.Code)
-		}
 	}
 }

@@ -34,6 +34,9 @@ type cheapLab struct {
 	ctrl  *fakeControllers
 	ex    *exercises.Service
 	inst  cloud.Instance
+	// restarts are the restarts asked for (Lab.Restart); a refused
+	// request asks for none.
+	restarts *[]string
 }
 
 func newCheapLab(t *testing.T, token string) *cheapLab {
@@ -84,9 +87,14 @@ func newCheapLab(t *testing.T, token string) *cheapLab {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.SetLab(&Lab{Profile: p, Cloud: c, Controllers: ctrl, Flow: obs, Hub: h, Exercises: ex, Epoch: "test"})
+	restarts := &[]string{}
+	restart := func(profile string, addons []string) error {
+		*restarts = append(*restarts, profile+" "+strings.Join(addons, ","))
+		return nil
+	}
+	srv.SetLab(&Lab{Profile: p, Cloud: c, Controllers: ctrl, Flow: obs, Hub: h, Exercises: ex, Epoch: "test", Restart: restart})
 	srv.SetReady(true)
-	return &cheapLab{srv: srv, cloud: c, ctrl: ctrl, ex: ex, inst: inst}
+	return &cheapLab{srv: srv, cloud: c, ctrl: ctrl, ex: ex, inst: inst, restarts: restarts}
 }
 
 // labState is what a refused request must leave as it was.
@@ -101,6 +109,7 @@ type labState struct {
 	Calls     int
 	Exercises []exercises.Summary
 	Details   []exercises.Detail
+	Restarts  int
 }
 
 func (l *cheapLab) state(t *testing.T) labState {
@@ -111,7 +120,7 @@ func (l *cheapLab) state(t *testing.T) labState {
 		t.Fatal(err)
 	}
 	st := labState{Controllers: l.ctrl.Status(), Cloud: l.cloud.Snapshot(), Faults: l.cloud.Faults(),
-		StepMode: l.cloud.StepMode(), Exercises: list}
+		StepMode: l.cloud.StepMode(), Exercises: list, Restarts: len(*l.restarts)}
 	for _, c := range l.cloud.Calls(0) {
 		if c.Error == "" {
 			st.Calls++
@@ -208,6 +217,7 @@ func mutatingRoutes(inst string) []route {
 		{"POST", "/api/exercises/node-init/steps/provider-id/answer", `{"answer":"i-1"}`, true},
 		{"POST", "/api/exercises/node-init/steps/launch/hint", ``, false},
 		{"POST", "/api/console", `{"command":"kubectl get nodes"}`, false},
+		{"POST", "/api/lab/restart", `{"profile":"kubevirt","addons":[]}`, true},
 	}
 }
 
@@ -369,6 +379,10 @@ func TestBadInput(t *testing.T) {
 		{"answer locked step", "POST", "/api/exercises/node-init/steps/provider-id/answer", `{"answer":"i-1"}`, js, 409, "has not passed"},
 		{"requests without data plane", "POST", "/api/requests", `{"service":"default/web"}`, js, 503, "without a data plane"},
 		{"console without console", "POST", "/api/console", `{"command":"kubectl get nodes"}`, js, 503, "without a console"},
+		{"restart unknown profile", "POST", "/api/lab/restart", `{"profile":"gcp","addons":[]}`, js, 400, `unknown profile "gcp"`},
+		{"restart unknown add-on", "POST", "/api/lab/restart", `{"profile":"aws","addons":["rm -rf"]}`, js, 400, `unknown add-on "rm -rf"`},
+		{"restart no profile", "POST", "/api/lab/restart", `{"addons":["lbc"]}`, js, 400, "profile"},
+		{"restart GET", "GET", "/api/lab/restart", "", nil, 405, ""},
 		{"no such endpoint", "POST", "/api/nothing", "", nil, 404, "no such endpoint"},
 		{"page POST", "POST", "/", "", nil, 404, "no such endpoint: POST /"},
 	}...)
@@ -424,4 +438,26 @@ func TestBadInputToken(t *testing.T) {
 	)
 	t.Logf("%d cases", len(cases))
 	runBadCases(t, l, cases)
+}
+
+// A good restart request reaches Lab.Restart once, with the add-ons
+// deduplicated, and answers 202; without Lab.Restart it is 409.
+func TestRestartRequest(t *testing.T) {
+	l := newCheapLab(t, "")
+	rec := l.serve(badCase{method: "POST", path: "/api/lab/restart", body: `{"profile":"kubevirt","addons":["lbc","lbc"]}`,
+		header: map[string]string{"Content-Type": "application/json"}})
+	if rec.Code != 202 || !strings.Contains(rec.Body.String(), `"restarting":true`) {
+		t.Fatalf("restart: %d %s", rec.Code, rec.Body)
+	}
+	if got := *l.restarts; len(got) != 1 || got[0] != "kubevirt lbc" {
+		t.Fatalf("restarts asked for: %q", got)
+	}
+	lab := *l.srv.l()
+	lab.Restart = nil
+	l.srv.SetLab(&lab)
+	rec = l.serve(badCase{method: "POST", path: "/api/lab/restart", body: `{"profile":"kubevirt","addons":[]}`,
+		header: map[string]string{"Content-Type": "application/json"}})
+	if rec.Code != 409 || !strings.Contains(rec.Body.String(), "cannot restart itself") {
+		t.Fatalf("restart without Lab.Restart: %d %s", rec.Code, rec.Body)
+	}
 }

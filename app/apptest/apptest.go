@@ -19,7 +19,9 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/ccmlab/ccmlab/app/sim"
+	"github.com/ccmlab/ccmlab/internal/podlog"
 	"github.com/ccmlab/ccmlab/lab/awsapi"
+	"github.com/ccmlab/ccmlab/lab/controlplane"
 	"github.com/ccmlab/ccmlab/lab/controlplane/cptest"
 	"github.com/ccmlab/ccmlab/lab/profile"
 )
@@ -83,6 +85,16 @@ func start(env *cptest.Env, cfg sim.Config, provider string) (*Lab, error) {
 	// What the binary keeps in its data dir (aws.env, the upstream
 	// provider's cloud config) goes in one of this lab's own: several labs
 	// may share env.
+	if cfg.ControlPlaneNode {
+		// A served lab: klog goes into the static Pods' logs, so `kubectl
+		// logs` of the CCM's Pod reads the provider's own lines, as in
+		// ccmlab serve (app.startCluster). klog is the process's: the last
+		// served lab of a package has it.
+		if cfg.Logs == nil {
+			cfg.Logs = podlog.New(sim.AppLogBytes, 0)
+		}
+		controlplane.CaptureKlog(cfg.Logs, 0)
+	}
 	dir, err := os.MkdirTemp(env.DataDir, "lab-")
 	if err != nil {
 		return nil, err

@@ -6,13 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -46,10 +51,13 @@ type serveOptions struct {
 	awsListen string
 	// awsProvider is the CCM's provider on the aws profile: lab or upstream.
 	awsProvider string
+	// restart: the page may restart the lab into the profile or add-ons an
+	// exercise needs (off in a classroom's labs).
+	restart bool
 }
 
 func defaultServeOptions() *serveOptions {
-	return &serveOptions{listen: "127.0.0.1:8080", dataDir: ".ccmlab", nodes: sim.DefaultNodes, profile: sim.DefaultProfile, token: os.Getenv("CCMLAB_TOKEN"), awsListen: "127.0.0.1:0"}
+	return &serveOptions{listen: "127.0.0.1:8080", dataDir: ".ccmlab", nodes: sim.DefaultNodes, profile: sim.DefaultProfile, token: os.Getenv("CCMLAB_TOKEN"), awsListen: "127.0.0.1:0", restart: true}
 }
 
 func (o *serveOptions) addFlags(fs *pflag.FlagSet) {
@@ -71,6 +79,7 @@ func (o *serveOptions) addFlags(fs *pflag.FlagSet) {
 	awsDefault, _ := profile.Get("aws")
 	fs.StringVar(&o.awsProvider, "aws-provider", o.awsProvider, fmt.Sprintf("the CCM's cloud provider on the aws and vpc-cni profiles: lab (the lab's own) or upstream (k8s.io/cloud-provider-aws talking to the lab's AWS API); empty: the profile's default (%s on aws)",
 		sim.DefaultAWSProvider(awsDefault)))
+	fs.BoolVar(&o.restart, "restart", o.restart, "let the page restart the lab into the profile or add-ons an exercise needs (a fresh cluster in the same data dir, exercise progress kept; the old state moves to <data-dir>.previous); never with --kubeconfig")
 	fs.StringVar(&o.pprof, "pprof", "", "serve Go runtime profiles (/debug/pprof/) on this loopback address (off by default)")
 	_ = fs.MarkHidden("pprof")
 }
@@ -158,20 +167,25 @@ func flagError(err error) error {
 	return errors.New(strings.Join(lines, "; "))
 }
 
+// restartRequest is what the page asked the lab to restart into.
+type restartRequest struct {
+	profile string
+	addons  []string
+}
+
+// serve runs the lab until ctx ends. When the page asks for a restart
+// into another profile or other add-ons, the lab stops, its data dir is
+// made fresh (the exercise progress kept) and the process executes itself
+// again with the new flags: the embedded kube-apiserver registers global
+// state (informer names, metrics) that a second start in one process
+// refuses, so a restart is a new process image with the same PID, on the
+// same address.
 func serve(ctx context.Context, o *serveOptions, out io.Writer) error {
-	cfg, err := o.config()
-	if err != nil {
+	if _, err := o.config(); err != nil {
 		return err
-	}
-	// Bind before touching anything, so a busy port fails fast and leaves
-	// the data dir as it was.
-	ln, err := net.Listen("tcp", o.listen)
-	if err != nil {
-		return fmt.Errorf("--listen %s: %w", o.listen, errors.Unwrap(err))
 	}
 	stopPprof, err := startPprof(o.pprof)
 	if err != nil {
-		ln.Close()
 		return err
 	}
 	defer stopPprof()
@@ -184,9 +198,57 @@ func serve(ctx context.Context, o *serveOptions, out io.Writer) error {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	gcReady, err := tuneGC(ctx, logger.With("component", "gctune"))
 	if err != nil {
-		ln.Close()
 		return err
 	}
+	next, err := serveOnce(ctx, o, out, logger, func() { go gcReady() })
+	if err != nil || next == nil || ctx.Err() != nil {
+		return err
+	}
+	fmt.Fprintf(out, "ccmlab restarts with --profile %s --addons %q (exercise progress kept; the previous state is in %s.previous)\n",
+		next.profile, strings.Join(next.addons, ","), filepath.Clean(o.dataDir))
+	if err := freshDataDir(o.dataDir); err != nil {
+		return err
+	}
+	stopPprof()
+	return reexec(restartArgs(os.Args, o, next))
+}
+
+// restartArgs are the process's arguments with the restart's flags after
+// them (pflag keeps a flag's last value): the profile and add-ons asked
+// for, the profile's default controllers, the address actually bound, and
+// on a profile change the new profile's default AWS provider.
+func restartArgs(args []string, o *serveOptions, next *restartRequest) []string {
+	out := append(slices.Clone(args), "--profile="+next.profile, "--addons="+strings.Join(next.addons, ","), "--controllers=", "--listen="+o.listen)
+	if next.profile != o.profile {
+		out = append(out, "--aws-provider=")
+	}
+	return out
+}
+
+// reexec replaces the process with a new image of the same binary.
+func reexec(args []string) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("restart: %w", err)
+	}
+	return fmt.Errorf("restart: %w", syscall.Exec(exe, args, os.Environ()))
+}
+
+// serveOnce runs one lab; it returns the restart the page asked for, or
+// nil when the lab stopped for another reason.
+func serveOnce(ctx context.Context, o *serveOptions, out io.Writer, logger *slog.Logger, gcReady func()) (*restartRequest, error) {
+	cfg, err := o.config()
+	if err != nil {
+		return nil, err
+	}
+	// Bind before touching anything, so a busy port fails fast and leaves
+	// the data dir as it was.
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return nil, fmt.Errorf("--listen %s: %w", o.listen, errors.Unwrap(err))
+	}
+	// A restart binds the same port again, even when --listen said 0.
+	o.listen = ln.Addr().String()
 	cfg.Addr = studentAddr(ln.Addr())
 	cfg.Logger = logger
 	cfg.Progress = func(stage string, elapsed time.Duration) {
@@ -195,12 +257,30 @@ func serve(ctx context.Context, o *serveOptions, out io.Writer) error {
 	cfg.Say = func(line string) { fmt.Fprintln(out, line) }
 	cfg.OnReady = func(kubeconfig string) {
 		fmt.Fprintf(out, "ccmlab is ready: http://%s  kubeconfig: %s\n", ln.Addr(), kubeconfig)
-		go gcReady()
+		gcReady()
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu   sync.Mutex
+		next *restartRequest
+	)
+	if o.restart && o.kubeconfig == "" {
+		cfg.Restart = func(profile string, addons []string) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if next != nil {
+				return errors.New("a restart is already under way")
+			}
+			next = &restartRequest{profile: profile, addons: addons}
+			cancel()
+			return nil
+		}
 	}
 	lab, err := app.New(ctx, cfg)
 	if err != nil {
 		ln.Close()
-		return err
+		return nil, err
 	}
 	defer lab.Close()
 
@@ -211,8 +291,6 @@ func serve(ctx context.Context, o *serveOptions, out io.Writer) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	var serveErr error
 	served := make(chan struct{})
 	go func() {
@@ -229,9 +307,46 @@ func serve(ctx context.Context, o *serveOptions, out io.Writer) error {
 	_ = httpServer.Shutdown(shutdownCtx)
 	<-served
 	if serveErr != nil {
-		return fmt.Errorf("web server: %w", serveErr)
+		return nil, fmt.Errorf("web server: %w", serveErr)
 	}
-	return err
+	mu.Lock()
+	defer mu.Unlock()
+	if next != nil && ctx.Err() == nil {
+		// The lab ended because the page asked for a restart: not an error.
+		return next, nil
+	}
+	return nil, err
+}
+
+// freshDataDir makes dir empty but for the exercise progress: the old
+// state (etcd, the cloud, the PKI) moves to dir.previous, replacing an
+// older one, so nothing a student did is deleted at once.
+func freshDataDir(dir string) error {
+	prev := filepath.Clean(dir) + ".previous"
+	if err := os.RemoveAll(prev); err != nil {
+		return fmt.Errorf("restart: %w", err)
+	}
+	if err := os.Rename(dir, prev); err != nil {
+		return fmt.Errorf("restart: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("restart: %w", err)
+	}
+	// SQLite in WAL mode: the database and, if a checkpoint is pending,
+	// its -wal and -shm files.
+	for _, name := range []string{"progress.db", "progress.db-wal", "progress.db-shm"} {
+		b, err := os.ReadFile(filepath.Join(prev, name))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("restart: keeping the progress: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			return fmt.Errorf("restart: keeping the progress: %w", err)
+		}
+	}
+	return nil
 }
 
 // studentAddr is the host:port the exercises' commands use to reach the

@@ -45,13 +45,18 @@ func awsAnswerKinds() map[string]answerKind {
 	}
 }
 
-// classicELB is the Service's Classic ELB with its security groups.
-func (e *evalCtx) classicELB(ctx context.Context, name string) (cloud.LoadBalancer, Outcome, bool) {
+// serviceLB is the named Service's load balancer in the cloud.
+func (e *evalCtx) serviceLB(ctx context.Context, name string) (cloud.LoadBalancer, Outcome, bool) {
 	svc, o, ok := e.service(ctx, name)
 	if !ok {
 		return cloud.LoadBalancer{}, o, false
 	}
-	lb, o, ok := e.loadBalancer(svc)
+	return e.loadBalancer(svc)
+}
+
+// classicELB is the Service's Classic ELB with its security groups.
+func (e *evalCtx) classicELB(ctx context.Context, name string) (cloud.LoadBalancer, Outcome, bool) {
+	lb, o, ok := e.serviceLB(ctx, name)
 	if !ok {
 		return lb, o, false
 	}

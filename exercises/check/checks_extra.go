@@ -7,8 +7,10 @@ import "maps"
 // kind sets evidence: true and reads e.hist (the history after
 // Input.Since).
 func extraKinds() map[string]checkKind {
-	m := lifecycleKinds()    // checks_lifecycle.go
-	maps.Copy(m, awsKinds()) // checks_aws.go
+	m := lifecycleKinds()        // checks_lifecycle.go
+	maps.Copy(m, awsKinds())     // checks_aws.go
+	maps.Copy(m, subnetsKinds()) // checks_subnets.go
+	maps.Copy(m, ccmpodKinds())  // checks_ccmpod.go
 	return m
 }
 
@@ -16,5 +18,7 @@ func extraKinds() map[string]checkKind {
 func extraAnswerKinds() map[string]answerKind {
 	m := lifecycleAnswerKinds()
 	maps.Copy(m, awsAnswerKinds())
+	maps.Copy(m, subnetsAnswerKinds())
+	maps.Copy(m, ccmpodAnswerKinds())
 	return m
 }

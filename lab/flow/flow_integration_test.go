@@ -1,3 +1,5 @@
+//go:build !unit
+
 package flow_test
 
 // These tests put the real pieces together against the real control plane:

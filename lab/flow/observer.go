@@ -26,11 +26,34 @@ import (
 // of the item (never a delta), so a client that missed one change is
 // repaired by the next.
 type Change struct {
-	Type string `json:"type"` // node, pod, service, event, serviceflow, nodeflow
-	Op   string `json:"op"`   // upsert or delete
+	Type Kind   `json:"type"`
+	Op   Op     `json:"op"`
 	Key  string `json:"key"`
 	Data any    `json:"data,omitempty"`
 }
+
+// Kind says what a Change carries. The observer owns these names and
+// server/stream sends them as its envelope types, so the two cannot drift.
+type Kind string
+
+// The kinds of Change, one per view the observer keeps.
+const (
+	KindNode        Kind = "node"        // Data is a NodeView
+	KindPod         Kind = "pod"         // Data is a PodView
+	KindService     Kind = "service"     // Data is a ServiceView
+	KindEvent       Kind = "event"       // Data is an EventView
+	KindServiceFlow Kind = "serviceflow" // Data is a ServiceFlow
+	KindNodeFlow    Kind = "nodeflow"    // Data is a NodeFlow
+)
+
+// Op is what a Change did to the item under its key.
+type Op string
+
+// The ops of a Change; server/stream reuses them for every change message.
+const (
+	OpUpsert Op = "upsert" // Data is the whole new item
+	OpDelete Op = "delete" // no Data
+)
 
 // Config wires an Observer.
 type Config struct {
@@ -290,7 +313,7 @@ func (o *Observer) onNode(obj any) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.nodes[v.Name] = v
-	o.emit(Change{Type: "node", Op: "upsert", Key: v.Name, Data: v})
+	o.emit(Change{Type: KindNode, Op: OpUpsert, Key: v.Name, Data: v})
 	o.recomputeNodeLocked(v.Name)
 	// Eligible nodes changed for Services waiting on targets.
 	o.recomputeServicesBeforeLocked(4)
@@ -304,7 +327,7 @@ func (o *Observer) onNodeDelete(obj any) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	delete(o.nodes, n.Name)
-	o.emit(Change{Type: "node", Op: "delete", Key: n.Name})
+	o.emit(Change{Type: KindNode, Op: OpDelete, Key: n.Name})
 	o.recomputeNodeLocked(n.Name)
 }
 
@@ -321,7 +344,7 @@ func (o *Observer) onPod(obj any) {
 	key := podKey(v.Namespace, v.Name)
 	old := o.pods[key]
 	o.pods[key] = v
-	o.emit(Change{Type: "pod", Op: "upsert", Key: key, Data: v})
+	o.emit(Change{Type: KindPod, Op: OpUpsert, Key: key, Data: v})
 	if v.Node != "" && old.Node != v.Node {
 		o.recomputeNodeLocked(v.Node)
 	}
@@ -336,7 +359,7 @@ func (o *Observer) onPodDelete(obj any) {
 	defer o.mu.Unlock()
 	key := podKey(p.Namespace, p.Name)
 	delete(o.pods, key)
-	o.emit(Change{Type: "pod", Op: "delete", Key: key})
+	o.emit(Change{Type: KindPod, Op: OpDelete, Key: key})
 }
 
 func (o *Observer) onService(obj any) {
@@ -352,7 +375,7 @@ func (o *Observer) onService(obj any) {
 	if s.Spec.Type == corev1.ServiceTypeLoadBalancer && v.LoadBalancerClass == "" {
 		o.lbOwner[cloudprovider.DefaultLoadBalancerName(s)] = key
 	}
-	o.emit(Change{Type: "service", Op: "upsert", Key: key, Data: v})
+	o.emit(Change{Type: KindService, Op: OpUpsert, Key: key, Data: v})
 	o.recomputeServiceLocked(key)
 }
 
@@ -373,7 +396,7 @@ func (o *Observer) onServiceDelete(obj any) {
 			delete(o.lbOwner, name)
 		}
 	}
-	o.emit(Change{Type: "service", Op: "delete", Key: key})
+	o.emit(Change{Type: KindService, Op: OpDelete, Key: key})
 	o.recomputeServiceLocked(key)
 }
 
@@ -456,7 +479,7 @@ func (o *Observer) onEvent(obj any) {
 	if len(o.recent) > o.cfg.RecentEvents {
 		o.recent = o.recent[len(o.recent)-o.cfg.RecentEvents:]
 	}
-	o.emit(Change{Type: "event", Op: "upsert", Key: v.Namespace + "/" + v.Name, Data: v})
+	o.emit(Change{Type: KindEvent, Op: OpUpsert, Key: v.Namespace + "/" + v.Name, Data: v})
 	switch v.Kind {
 	case "Service":
 		o.recomputeServiceLocked(podKey(e.Regarding.Namespace, v.Object))
@@ -674,7 +697,7 @@ func (o *Observer) recomputeServiceLocked(key string) {
 		if _, had := o.svcFlows[key]; had {
 			delete(o.svcFlows, key)
 			delete(o.firstSeen, "svc/"+key)
-			o.emit(Change{Type: "serviceflow", Op: "delete", Key: key})
+			o.emit(Change{Type: KindServiceFlow, Op: OpDelete, Key: key})
 		}
 		return
 	}
@@ -709,7 +732,7 @@ func (o *Observer) recomputeServiceLocked(key string) {
 		return
 	}
 	o.svcFlows[key] = f
-	o.emit(Change{Type: "serviceflow", Op: "upsert", Key: key, Data: f})
+	o.emit(Change{Type: KindServiceFlow, Op: OpUpsert, Key: key, Data: f})
 }
 
 func (o *Observer) recomputeNodeLocked(name string) {
@@ -726,7 +749,7 @@ func (o *Observer) recomputeNodeLocked(name string) {
 		if _, had := o.nodeFlows[name]; had {
 			delete(o.nodeFlows, name)
 			delete(o.firstSeen, "node/"+name)
-			o.emit(Change{Type: "nodeflow", Op: "delete", Key: name})
+			o.emit(Change{Type: KindNodeFlow, Op: OpDelete, Key: name})
 		}
 		return
 	}
@@ -748,5 +771,5 @@ func (o *Observer) recomputeNodeLocked(name string) {
 		return
 	}
 	o.nodeFlows[name] = f
-	o.emit(Change{Type: "nodeflow", Op: "upsert", Key: name, Data: f})
+	o.emit(Change{Type: KindNodeFlow, Op: OpUpsert, Key: name, Data: f})
 }

@@ -11,24 +11,24 @@ import (
 // protocol went apart.
 func FromFlow(c flow.Change) (Message, error) {
 	switch c.Type {
-	case TypeNode:
+	case flow.KindNode:
 		return change[flow.NodeView](c)
-	case TypePod:
+	case flow.KindPod:
 		return change[flow.PodView](c)
-	case TypeService:
+	case flow.KindService:
 		return change[flow.ServiceView](c)
-	case TypeEvent:
+	case flow.KindEvent:
 		return change[flow.EventView](c)
-	case TypeServiceFlow:
+	case flow.KindServiceFlow:
 		return change[flow.ServiceFlow](c)
-	case TypeNodeFlow:
+	case flow.KindNodeFlow:
 		return change[flow.NodeFlow](c)
 	}
 	return nil, fmt.Errorf("stream: flow change of unknown type %q", c.Type)
 }
 
 func change[T any](c flow.Change) (Message, error) {
-	m := Change[T]{Kind: c.Type, Op: c.Op, Key: c.Key}
+	m := Change[T]{Kind: string(c.Type), Op: string(c.Op), Key: c.Key}
 	if c.Data == nil {
 		return m, nil
 	}

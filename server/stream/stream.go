@@ -16,14 +16,15 @@ type Message interface {
 // applying a message twice, or after a snapshot that already holds it, is
 // harmless.
 const (
-	TypeSnapshot    = "snapshot"
-	TypeBye         = "bye"
-	TypeNode        = "node"
-	TypePod         = "pod"
-	TypeService     = "service"
-	TypeEvent       = "event"
-	TypeServiceFlow = "serviceflow"
-	TypeNodeFlow    = "nodeflow"
+	TypeSnapshot = "snapshot"
+	TypeBye      = "bye"
+	// The flow observer's kinds travel under the names lab/flow gives them.
+	TypeNode        = string(flow.KindNode)
+	TypePod         = string(flow.KindPod)
+	TypeService     = string(flow.KindService)
+	TypeEvent       = string(flow.KindEvent)
+	TypeServiceFlow = string(flow.KindServiceFlow)
+	TypeNodeFlow    = string(flow.KindNodeFlow)
 	TypeCall        = "call"
 	TypeCloud       = "cloud"
 	TypeFaults      = "faults"
@@ -92,10 +93,11 @@ type Bye struct {
 
 func (Bye) Type() string { return TypeBye }
 
-// Op is what a change did to the object under its key.
+// Op is what a change did to the object under its key: the flow
+// observer's ops, reused by every change message (the cloud's too).
 const (
-	OpUpsert = "upsert"
-	OpDelete = "delete"
+	OpUpsert = string(flow.OpUpsert)
+	OpDelete = string(flow.OpDelete)
 )
 
 // Change is a Kubernetes-side object (or a flow derived from them) that

@@ -2,132 +2,175 @@
 // the loopback address to curl, targets and health), the route table, the
 // call log, and the fault and step-mode switches.
 
-import { h, t, setText, setAttr, list, syncList, emptyRow, shortName, clock, ms, truncate } from "./util.js";
+import { h, t, setText, setAttr, shortName, clock, ms, truncate } from "./util.js";
+import { table } from "./rows.js";
+import { INSTANCE_GLYPH, HEALTH_GLYPH, CALL_BADGE } from "./vocab.js";
 
 const CALLS_SHOWN = 100;
 
-const STATE_GLYPH = { running: "▶", pending: "…", stopping: "■", stopped: "■", terminated: "✗" };
-const HEALTH_GLYPH = { healthy: "✓", unhealthy: "✗", initial: "…", unused: "–" };
-
-export function renderCloud(st) {
-  setText(document.getElementById("cloud-region"), st.region ? "— " + t("cloud.region", { name: st.region }) : "");
-  const instances = [...st.instances.values()];
-  list(document.getElementById("instances-body"), 6, instances, t("instances.empty"), (i) => i.id, createInstanceRow, updateInstanceRow);
-
-  const nodeOf = new Map(instances.map((i) => [i.id, i.privateDNSName]));
-  const lbs = [...st.lbs.values()].sort((a, b) => a.name.localeCompare(b.name));
-  const lbList = document.getElementById("lbs");
-  const listenerSig = (lb) => st.listeners.filter((l) => l.lb === lb.name).map((l) => l.port + "=" + l.address).join(",");
-  if (lbs.length === 0) emptyRow(lbList, 1, t("lbs.empty"));
-  else syncList(lbList, lbs, (lb) => lb.name, createLB, (el, lb) => updateLB(el, lb, st, nodeOf), listenerSig);
-
-  const routes = [...st.routes].sort((a, b) => a.destinationCIDR.localeCompare(b.destinationCIDR));
-  list(
-    document.getElementById("routes-body"),
-    3,
-    routes,
-    t("routes.empty"),
-    (r) => r.destinationCIDR,
-    (r) => h("tr", { "data-testid": "route-" + r.destinationCIDR }, h("th", { scope: "row" }), h("td"), h("td")),
-    (tr, r) => {
-      setText(tr.children[0], r.destinationCIDR);
-      const node = nodeOf.get(r.instanceID);
-      setText(tr.children[1], r.instanceID + (node ? ` (${shortName(node)})` : ""));
-      setText(tr.children[2], r.state);
+const instanceRows = table({
+  body: "instances-body",
+  key: (i) => i.id,
+  empty: () => t("instances.empty"),
+  row: (i) => ({ "data-testid": "inst-row-" + i.id, "data-state": i.state }),
+  columns: [
+    { key: "id", tag: "th", cell: (i) => ({ text: i.id, title: i.privateDNSName }) },
+    {
+      key: "state",
+      cell: (i) => ({
+        text: (INSTANCE_GLYPH[i.state] || "") + " " + i.state,
+        class: i.state === "running" ? "ok" : i.state === "terminated" ? "bad" : "warn",
+      }),
     },
-  );
-}
+    { key: "type", cell: (i) => i.instanceType },
+    { key: "zone", cell: (i) => i.zone },
+    { key: "privateIP", cell: (i) => i.privateIP },
+    {
+      key: "actions",
+      attrs: { class: "actions" },
+      // The buttons are built once (focus survives a redraw); a redraw
+      // only enables the ones the instance's state allows.
+      make: (i) => [instanceButton(i, "stop", ""), instanceButton(i, "start", ""), instanceButton(i, "terminate", "btn-danger")],
+      cell: (i, _, td) => {
+        const allowed = { stop: i.state === "running", start: i.state === "stopped", terminate: i.state !== "terminated" };
+        for (const [op, ok] of Object.entries(allowed)) setAttr(td.querySelector(`[data-op="${op}"]`), "disabled", !ok);
+      },
+    },
+  ],
+});
 
-function createInstanceRow(i) {
-  const btn = (op, cls) =>
-    h("button", {
-      type: "button",
-      class: "btn btn-small " + cls,
-      "data-action": "instance",
-      "data-op": op,
-      "data-id": i.id,
-      "data-testid": `inst-${op}-${i.id}`,
-      "aria-label": t(`action.${op}.label`, { id: i.id }),
-      text: t("action." + op),
-    });
-  return h(
-    "tr",
-    { "data-testid": "inst-row-" + i.id },
-    h("th", { scope: "row" }),
-    h("td"),
-    h("td"),
-    h("td"),
-    h("td"),
-    h("td", { class: "actions" }, btn("stop", ""), btn("start", ""), btn("terminate", "btn-danger")),
-  );
-}
-
-function updateInstanceRow(tr, i) {
-  const c = tr.children;
-  setText(c[0], i.id);
-  setAttr(c[0], "title", i.privateDNSName);
-  setAttr(tr, "data-state", i.state);
-  setText(c[1], (STATE_GLYPH[i.state] || "") + " " + i.state);
-  c[1].className = i.state === "running" ? "ok" : i.state === "terminated" ? "bad" : "warn";
-  setText(c[2], i.instanceType);
-  setText(c[3], i.zone);
-  setText(c[4], i.privateIP);
-  const [stop, start, term] = c[5].children;
-  stop.disabled = i.state !== "running";
-  start.disabled = i.state !== "stopped";
-  term.disabled = i.state === "terminated";
+function instanceButton(i, op, cls) {
+  return h("button", {
+    type: "button",
+    class: "btn btn-small " + cls,
+    "data-action": "instance",
+    "data-op": op,
+    "data-id": i.id,
+    "data-testid": `inst-${op}-${i.id}`,
+    "aria-label": t(`action.${op}.label`, { id: i.id }),
+    text: t("action." + op),
+  });
 }
 
 // The kinds of the AWS model's load balancers (cloud.LBKind*).
 const LB_KIND_KEY = { classic: "lb.kind.classic", network: "lb.kind.network" };
 
-function createLB(lb) {
-  return h(
-    "li",
-    { class: "lb", "data-testid": "lb-" + lb.name },
-    h("div", { class: "lb-head" }, h("strong", { class: "mono" }), h("span", { class: "muted lb-for" })),
-    h("div", { class: "mono lb-address", "data-testid": "lb-address" }),
-    h("div", { class: "lb-listeners" }),
-    h("div", { class: "lb-targets" }),
-    h("div", { class: "hint lb-hc" }),
-  );
-}
+// A load balancer is a list item whose parts are named like a table's
+// columns. ctx: {st, nodeOf, serviceOf}.
+const lbRows = table({
+  body: "lbs",
+  tag: "li",
+  key: (lb) => lb.name,
+  empty: () => t("lbs.empty"),
+  // Its Service and its listeners' real addresses live beside it in the
+  // store.
+  sig: (lb, { st, serviceOf }) =>
+    (serviceOf.get(lb.name) || "") +
+    "|" +
+    st.listeners
+      .filter((l) => l.lb === lb.name)
+      .map((l) => l.port + "=" + l.address)
+      .join(","),
+  row: (lb) => ({ class: "lb", "data-testid": "lb-" + lb.name }),
+  columns: [
+    {
+      key: "head",
+      tag: "div",
+      attrs: { class: "lb-head" },
+      cell: (lb, { serviceOf }) => {
+        // The lab's flows say which Service a load balancer is for
+        // (ServiceFlow.lb), and the AWS model's ones which kind they are.
+        const svc = serviceOf.get(lb.name);
+        const kind = LB_KIND_KEY[lb.kind] ? t(LB_KIND_KEY[lb.kind]) : "";
+        return {
+          kids: [
+            h("strong", { class: "mono", text: lb.name }),
+            h("span", { class: "muted lb-for", text: [kind, svc ? t("lb.for", { name: svc }) : ""].filter(Boolean).join(" · ") }),
+          ],
+        };
+      },
+    },
+    { key: "address", tag: "div", attrs: { class: "mono lb-address", "data-testid": "lb-address" }, cell: (lb) => lb.dnsName || lb.ip || "" },
+    {
+      key: "listeners",
+      tag: "div",
+      attrs: { class: "lb-listeners" },
+      cell: (lb, { st }) => ({
+        kids: [
+          h("span", { class: "label", text: t("lb.listeners") + ": " }),
+          (lb.listeners || []).map((l) => {
+            const real = st.listeners.find((x) => x.lb === lb.name && x.port === l.port);
+            return h(
+              "span",
+              { class: "listener" },
+              h("span", { class: "mono", text: `${l.port} → ${l.targetPort}/${l.protocol}` }),
+              real ? h("span", { class: "curl" }, " " + t("lb.curl") + " ", h("code", { "data-testid": "lb-curl", text: `curl ${real.address}` })) : null,
+            );
+          }),
+        ],
+      }),
+    },
+    {
+      key: "targets",
+      tag: "div",
+      attrs: { class: "lb-targets" },
+      cell: (lb, { nodeOf }) => {
+        const ts = lb.targets || [];
+        return {
+          kids: [
+            h("span", { class: "label", text: t("lb.targets", { mode: lb.targetType }) + ": " }),
+            ts.length === 0
+              ? h("span", { class: "muted", text: t("lb.notargets") })
+              : ts.map((x) => {
+                  const node = nodeOf.get(x.id);
+                  return h(
+                    "span",
+                    { class: "chip health-" + x.health, title: (node || x.id) + (x.reason ? " — " + x.reason : ""), "data-testid": "lb-target", "data-health": x.health },
+                    `${HEALTH_GLYPH[x.health] || ""} ${node ? shortName(node) : x.id}:${x.port} ${t("health." + x.health)}`,
+                  );
+                }),
+          ],
+        };
+      },
+    },
+    {
+      key: "healthCheck",
+      tag: "div",
+      attrs: { class: "hint lb-hc" },
+      cell: (lb) => (lb.healthCheck ? t("lb.healthcheck", { proto: lb.healthCheck.protocol, port: lb.healthCheck.port }) : t("lb.nohealthcheck")),
+    },
+  ],
+});
 
-function updateLB(el, lb, st, nodeOf) {
-  const [head, addr, listeners, targets, hc] = el.children;
-  setText(head.children[0], lb.name);
-  const svc = lb.tags && lb.tags["kubernetes.io/service-name"];
-  // The AWS model's load balancers (upstream provider) say which kind they are.
-  const kind = LB_KIND_KEY[lb.kind] ? t(LB_KIND_KEY[lb.kind]) : "";
-  setText(head.children[1], [kind, svc ? t("lb.for", { name: svc }) : ""].filter(Boolean).join(" · "));
-  setText(addr, lb.dnsName || lb.ip || "");
-  listeners.replaceChildren(
-    h("span", { class: "label", text: t("lb.listeners") + ": " }),
-    ...(lb.listeners || []).map((l) => {
-      const real = st.listeners.find((x) => x.lb === lb.name && x.port === l.port);
-      return h(
-        "span",
-        { class: "listener" },
-        h("span", { class: "mono", text: `${l.port} → ${l.targetPort}/${l.protocol}` }),
-        real ? h("span", { class: "curl" }, " " + t("lb.curl") + " ", h("code", { "data-testid": "lb-curl", text: `curl ${real.address}` })) : null,
-      );
-    }),
-  );
-  const ts = lb.targets || [];
-  targets.replaceChildren(
-    h("span", { class: "label", text: t("lb.targets", { mode: lb.targetType }) + ": " }),
-    ...(ts.length === 0
-      ? [h("span", { class: "muted", text: t("lb.notargets") })]
-      : ts.map((x) => {
-          const node = nodeOf.get(x.id);
-          return h(
-            "span",
-            { class: "chip health-" + x.health, title: (node || x.id) + (x.reason ? " — " + x.reason : ""), "data-testid": "lb-target", "data-health": x.health },
-            `${HEALTH_GLYPH[x.health] || ""} ${node ? shortName(node) : x.id}:${x.port} ${t("health." + x.health)}`,
-          );
-        })),
-  );
-  setText(hc, lb.healthCheck ? t("lb.healthcheck", { proto: lb.healthCheck.protocol, port: lb.healthCheck.port }) : t("lb.nohealthcheck"));
+const routeRows = table({
+  body: "routes-body",
+  key: (r) => r.destinationCIDR,
+  empty: () => t("routes.empty"),
+  row: (r) => ({ "data-testid": "route-" + r.destinationCIDR }),
+  columns: [
+    { key: "destination", tag: "th", cell: (r) => r.destinationCIDR },
+    {
+      key: "target",
+      cell: (r, nodeOf) => {
+        const node = nodeOf.get(r.instanceID);
+        return r.instanceID + (node ? ` (${shortName(node)})` : "");
+      },
+    },
+    { key: "state", cell: (r) => r.state },
+  ],
+});
+
+export function renderCloud(st) {
+  setText(document.getElementById("cloud-region"), st.region ? "— " + t("cloud.region", { name: st.region }) : "");
+  const instances = [...st.instances.values()];
+  instanceRows(instances);
+
+  const nodeOf = new Map(instances.map((i) => [i.id, i.privateDNSName]));
+  const serviceOf = new Map();
+  for (const f of st.serviceFlows.values()) if (f.lb) serviceOf.set(f.lb, f.service);
+  lbRows([...st.lbs.values()].sort((a, b) => a.name.localeCompare(b.name)), { st, nodeOf, serviceOf });
+
+  routeRows([...st.routes].sort((a, b) => a.destinationCIDR.localeCompare(b.destinationCIDR)), nodeOf);
 }
 
 // --- call log ---
@@ -136,6 +179,47 @@ function isThrottled(c) {
   // ELB and the lab's API answer Throttling, EC2 RequestLimitExceeded.
   return c.errorCode === "Throttling" || c.errorCode === "RequestLimitExceeded";
 }
+
+// callKind is how a call ended, or where it stands: ok, error, throttled,
+// waiting (step mode) or running.
+function callKind(c) {
+  if (c.state !== "done") return c.state;
+  if (isThrottled(c)) return "throttled";
+  if (c.error) return "error";
+  return "ok";
+}
+
+const callRows = table({
+  body: "calls-body",
+  key: (c) => c.seq,
+  empty: () => t("calls.empty"),
+  row: (c) => {
+    const kind = callKind(c);
+    return { "data-testid": "call-" + c.seq, "data-method": c.method || null, "data-state": kind, "data-error-code": c.errorCode || null, class: "call-" + kind };
+  },
+  columns: [
+    { key: "seq", tag: "th", cell: (c) => c.seq },
+    { key: "time", cell: (c) => clock(c.time) },
+    { key: "caller", cell: (c) => c.caller },
+    // The cloudprovider.Interface method behind a CCM call, e.g.
+    // "LoadBalancer.EnsureLoadBalancer → CreateLoadBalancer".
+    { key: "action", attrs: { class: "mono" }, cell: (c) => (c.method ? c.method + " → " + c.action : c.action) },
+    { key: "request", attrs: { class: "mono" }, cell: (c) => ({ text: truncate(c.request, 90), title: c.request }) },
+    {
+      key: "result",
+      cell: (c) => {
+        const kind = callKind(c);
+        const badge = CALL_BADGE[kind];
+        const text = c.error ? `${c.errorCode ? c.errorCode + ": " : ""}${c.error}` : c.result || "";
+        return {
+          kids: [badge ? h("span", { class: "badge badge-" + kind, text: badge.glyph + " " + t(badge.key) }) : "", " ", truncate(text, 120)],
+          title: text || null,
+        };
+      },
+    },
+    { key: "duration", cell: (c) => (c.state === "done" ? ms(c.durationNs) : "") },
+  ],
+});
 
 export function renderCalls(st) {
   const all = [...st.calls.values()].sort((a, b) => b.seq - a.seq);
@@ -148,42 +232,7 @@ export function renderCalls(st) {
   const summary = document.getElementById("calls-summary");
   setText(summary, t("calls.summary", { n: all.length, e: errors, t: throttled }));
   summary.classList.toggle("bad", throttled > 0 || errors > 0);
-  list(document.getElementById("calls-body"), 7, all.slice(0, CALLS_SHOWN), t("calls.empty"), (c) => c.seq, createCallRow, updateCallRow);
-}
-
-function createCallRow(c) {
-  return h("tr", { "data-testid": "call-" + c.seq }, h("th", { scope: "row" }), h("td"), h("td"), h("td", { class: "mono" }), h("td", { class: "mono" }), h("td"), h("td"));
-}
-
-function updateCallRow(tr, c) {
-  const col = tr.children;
-  setText(col[0], c.seq);
-  setText(col[1], clock(c.time));
-  setText(col[2], c.caller);
-  // The cloudprovider.Interface method behind a CCM call, e.g.
-  // "LoadBalancer.EnsureLoadBalancer → CreateLoadBalancer".
-  setText(col[3], c.method ? c.method + " → " + c.action : c.action);
-  setAttr(tr, "data-method", c.method || null);
-  setText(col[4], truncate(c.request, 90));
-  setAttr(col[4], "title", c.request);
-  let kind = "ok";
-  if (c.state !== "done") kind = c.state;
-  else if (isThrottled(c)) kind = "throttled";
-  else if (c.error) kind = "error";
-  setAttr(tr, "data-state", kind);
-  setAttr(tr, "data-error-code", c.errorCode || null);
-  tr.className = "call-" + kind;
-  const badge = {
-    ok: null,
-    error: "✖ " + t("call.error"),
-    throttled: "◷ " + t("call.throttled"),
-    waiting: "‖ " + t("call.waiting"),
-    running: "… " + t("call.running"),
-  }[kind];
-  const text = c.error ? `${c.errorCode ? c.errorCode + ": " : ""}${c.error}` : c.result || "";
-  col[5].replaceChildren(badge ? h("span", { class: "badge badge-" + kind, text: badge }) : "", " ", truncate(text, 120));
-  setAttr(col[5], "title", text || null);
-  setText(col[6], c.state === "done" ? ms(c.durationNs) : "");
+  callRows(all.slice(0, CALLS_SHOWN));
 }
 
 // --- faults and step mode ---

@@ -1,7 +1,8 @@
 // Control plane region: the four core components and one switch per CCM
 // controller, each saying what is waiting on it.
 
-import { h, t, setText, setAttr, syncList, challenge } from "./util.js";
+import { h, t, setText, setAttr, challenge } from "./util.js";
+import { syncList } from "./rows.js";
 
 const KNOWN = ["node", "nodelifecycle", "route", "service"];
 
@@ -56,7 +57,7 @@ export function renderControl(st, ui) {
   // Signature: what this card shows depends on more than its own item.
   const sig = (it) =>
     it.absent ? "absent" : `${st.controllers[it.name] ? 1 : 0}|${ui.busy.has(it.name) ? 1 : 0}|${waitingOn(st, it.name)}`;
-  syncList(document.getElementById("controllers"), items.map((it) => ({ ...it, key: it.name + (it.absent ? "!" : "") })), (it) => it.key, createCard, (el, it) => updateCard(el, it, st, ui), sig);
+  syncList(document.getElementById("controllers"), items.map((it) => ({ ...it, key: it.name + (it.absent ? "!" : "") })), (it) => it.key, createCard, (row, it) => updateCard(row.el, it, st, ui), sig);
 }
 
 function createCard(it) {

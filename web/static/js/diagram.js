@@ -6,6 +6,7 @@
 // along the bottom row when a request is traced.
 
 import { s, t, setText, setAttr, shortName, truncate, reducedMotion, traceError, hopText } from "./util.js";
+import { STEP_GLYPH } from "./vocab.js";
 
 const BOX_W = 160;
 const BOX_H = 78;
@@ -15,8 +16,10 @@ const DATA_Y = 214;
 const LEFT = 20;
 const WIDTH = 960;
 
-const STATUS_GLYPH = { done: "✓", current: "▶", stuck: "⚠", pending: "○" };
 const CONTROL_KEYS = ["service", "controller", "lb", "targets", "status"];
+// CONTROL_STEPS is how many of a flow's steps the top row draws, one box
+// each; the flow's last step is the data path below.
+export const CONTROL_STEPS = CONTROL_KEYS.length;
 const TEMPLATE_HOPS = ["client", "lb", "node", "nodeport", "dnat", "pod"].map((kind) => ({ kind }));
 
 export function createDiagram(svg, caption) {
@@ -47,15 +50,11 @@ export function createDiagram(svg, caption) {
 function box(parent, x, y, w, title, testid) {
   const g = s("g", { class: "box", "data-status": "pending", "data-testid": testid });
   const tip = s("title");
-  g.append(
-    tip,
-    s("rect", { x, y, width: w, height: BOX_H, rx: 10 }),
-    s("text", { x: x + 12, y: y + 24, class: "box-title", text: title }),
-    s("text", { x: x + 12, y: y + 46, class: "box-status" }),
-    s("text", { x: x + 12, y: y + 66, class: "box-value", "data-testid": testid + "-value" }),
-  );
+  const status = s("text", { x: x + 12, y: y + 46, class: "box-status" });
+  const value = s("text", { x: x + 12, y: y + 66, class: "box-value", "data-testid": testid + "-value" });
+  g.append(tip, s("rect", { x, y, width: w, height: BOX_H, rx: 10 }), s("text", { x: x + 12, y: y + 24, class: "box-title", text: title }), status, value);
   parent.append(g);
-  return { g, x, y, w, tip, status: g.children[3], value: g.children[4] };
+  return { g, x, y, w, tip, status, value };
 }
 
 function center(b) {
@@ -82,7 +81,7 @@ export function updateControl(d, { flow, svc, lb, controllerOn }) {
   d.boxes.forEach((b, i) => {
     const st = (steps[i] && steps[i].status) || "pending";
     setAttr(b.g, "data-status", st);
-    setText(b.status, `${STATUS_GLYPH[st]} ${t("status." + st)}`);
+    setText(b.status, `${STEP_GLYPH[st]} ${t("status." + st)}`);
     setText(b.value, truncate(values[i], 20));
     setText(b.tip, values[i]);
   });
@@ -92,14 +91,15 @@ export function updateControl(d, { flow, svc, lb, controllerOn }) {
     const st = (steps[n] && steps[n].status) || "pending";
     setAttr(a, "data-status", st);
   });
-  const traffic = (steps[5] && steps[5].status) || "pending";
-  setText(d.dataLabel, `${t("dg.data")} — ${STATUS_GLYPH[traffic]} ${t("status." + traffic)}`);
+  const last = steps[steps.length - 1];
+  const traffic = (last && last.status) || "pending";
+  setText(d.dataLabel, `${t("dg.data")} — ${STEP_GLYPH[traffic]} ${t("status." + traffic)}`);
 }
 
 // playStep moves the token from the box of step `from` to the box of step
 // `to` (1-5), announcing what moved.
 export function playStep(d, from, to, slow) {
-  if (to < 1 || to > 5) return;
+  if (to < 1 || to > CONTROL_STEPS) return;
   const start = Math.max(from, 1) - 1;
   const pts = [];
   for (let i = start; i <= to - 1; i++) pts.push(rail(d.boxes[i]));

@@ -22,6 +22,11 @@ const STATUS_TEXT = {
   locked: "ex.status.locked",
 };
 
+// restartWords are the flags a restart offer names, for the catalog.
+function restartWords(r) {
+  return { profile: r.profile, addons: r.addons && r.addons.length ? r.addons.join(",") : "-" };
+}
+
 // initExercises wires the panel. api(method, path, body) is app.js's
 // same-origin fetch (it throws with the lab's error message); fillConsole
 // puts a command into the console's input.
@@ -53,10 +58,15 @@ export function initExercises({ api, fillConsole, onChallenge }) {
     open: new Set(), // "exercise/step" of steps whose <details> is open
     busy: "", // "check", "reset", "quiz", "load"
     resetArmed: 0,
+    restartArmed: 0,
     status: "",
     statusBad: false,
   };
   const q = (path) => path + (path.includes("?") ? "&" : "?") + "lang=" + LANG;
+  // The offer to restart the lab into what an unavailable exercise needs,
+  // under the box that says why it cannot run here.
+  const restartButton = h("button", { type: "button", class: "ex-restart", "data-action": "ex-restart", "data-testid": "ex-restart", hidden: "" });
+  el.unavailable.after(restartButton);
   // The diagnosis challenge's box (mystery.js), before the steps.
   const mystery = initMystery({ api, q, host: el.steps, status: setStatus, reload: async () => {
     await Promise.all([loadDetail(ex.chosen), loadList()]);
@@ -152,23 +162,30 @@ export function initExercises({ api, fillConsole, onChallenge }) {
     });
   }
 
+  // armed says whether the button that keeps its deadline in ex[key] is
+  // armed; if not, the press arms it for RESET_ARM_MS and says what a
+  // second press will do. Reset and restart throw away the student's lab,
+  // so the first press only arms them.
+  function armed(key, says) {
+    if (Date.now() <= ex[key]) {
+      ex[key] = 0;
+      return true;
+    }
+    ex[key] = Date.now() + RESET_ARM_MS;
+    setStatus(says);
+    render();
+    setTimeout(() => {
+      if (ex[key] && Date.now() >= ex[key]) {
+        ex[key] = 0;
+        render();
+      }
+    }, RESET_ARM_MS + 50);
+    return false;
+  }
+
   function reset() {
     const id = ex.chosen;
-    if (!id) return;
-    if (Date.now() > ex.resetArmed) {
-      // The first press only arms it: a reset deletes the student's work.
-      ex.resetArmed = Date.now() + RESET_ARM_MS;
-      setStatus(t("ex.reset.armed"));
-      render();
-      setTimeout(() => {
-        if (ex.resetArmed && Date.now() >= ex.resetArmed) {
-          ex.resetArmed = 0;
-          render();
-        }
-      }, RESET_ARM_MS + 50);
-      return;
-    }
-    ex.resetArmed = 0;
+    if (!id || !armed("resetArmed", t("ex.reset.armed"))) return;
     setStatus(t("ex.resetting"));
     run("reset", async () => {
       const d = await api("POST", q("/api/exercises/" + encodeURIComponent(id) + "/reset"), mystery.resetBody(id));
@@ -178,6 +195,39 @@ export function initExercises({ api, fillConsole, onChallenge }) {
       await loadList();
       setStatus(t("ex.reset.done"));
     });
+  }
+
+  // restart asks the lab to restart into the profile and add-ons the
+  // chosen exercise needs (Summary.restart). Like reset, the first press
+  // only arms it: the cluster starts afresh (progress is kept). Once the
+  // lab took it, the page waits for the new lab and loads it.
+  function restart() {
+    const d = ex.detail;
+    if (!d || !d.restart || !armed("restartArmed", t("ex.restart.armed", restartWords(d.restart)))) return;
+    setStatus(t("ex.restarting", restartWords(d.restart)));
+    run("restart", async () => {
+      await api("POST", q("/api/lab/restart"), { profile: d.restart.profile, addons: d.restart.addons });
+      await newLab();
+      location.reload();
+    });
+  }
+
+  // newLab resolves once the old lab has gone and the new one answers
+  // /healthz (it says 503 while it starts).
+  async function newLab() {
+    const wait = (ms) => new Promise((r) => setTimeout(r, ms));
+    let down = false;
+    for (;;) {
+      let ok = false;
+      try {
+        ok = (await fetch("/healthz", { cache: "no-store" })).ok;
+      } catch {
+        ok = false;
+      }
+      if (!ok) down = true;
+      if (ok && down) return;
+      await wait(500);
+    }
   }
 
   function answerStep(step) {
@@ -307,6 +357,15 @@ export function initExercises({ api, fillConsole, onChallenge }) {
     if (d.reset && d.reset.state === "resumed") why.push(t("ex.reset.resumed"));
     setText(el.unavailable, why.join(" "));
     show(el.unavailable, why.length > 0);
+    const offer = !d.available && d.restart;
+    show(restartButton, !!offer);
+    if (offer) {
+      const words = restartWords(d.restart);
+      setText(restartButton, ex.restartArmed ? t("ex.restart.confirm", words) : t("ex.restart", words));
+      setAttr(restartButton, "data-armed", ex.restartArmed ? "true" : null);
+      setAttr(restartButton, "aria-busy", ex.busy === "restart" ? "true" : null);
+      restartButton.disabled = !!ex.busy;
+    }
     const busy = !!ex.busy;
     el.check.disabled = busy || !d.available || d.steps.length === 0;
     setText(el.check, ex.busy === "check" ? t("ex.checking") : t("ex.check"));
@@ -542,6 +601,9 @@ export function initExercises({ api, fillConsole, onChallenge }) {
         break;
       case "ex-reset":
         reset();
+        break;
+      case "ex-restart":
+        restart();
         break;
       case "ex-hint":
         hint(b.getAttribute("data-step"));

@@ -2,9 +2,10 @@
 // is stuck, and the last request sent through its load balancer.
 
 import { h, t, setText, setAttr, show, traceError, hopText, challenge } from "./util.js";
-import { createDiagram, updateControl, playStep, playTrace, resetTrace } from "./diagram.js";
+import { createDiagram, updateControl, playStep, playTrace, resetTrace, CONTROL_STEPS } from "./diagram.js";
+import { STEP_GLYPH } from "./vocab.js";
+import { changed } from "./rows.js";
 
-const STATUS_GLYPH = { done: "✓", current: "▶", stuck: "⚠", pending: "○" };
 
 let diagram = null;
 let shown = { key: null, step: -1 };
@@ -43,7 +44,7 @@ export function renderFlow(st, ui) {
   setAttr(count, "data-step", flow ? flow.step : null);
   setText(document.getElementById("svc-handler"), flow ? (flow.handler ? t("flow.handler", { name: flow.handler }) : t("flow.handler.none")) : "");
 
-  renderStuck(document.getElementById("svc-stuck"), flow && flow.step < 6 ? flow.stuck : null);
+  renderStuck(document.getElementById("svc-stuck"), flow && flow.step < flow.steps.length ? flow.stuck : null);
 
   const send = document.getElementById("send-request");
   // ClusterIP and NodePort answer without a load balancer (exercise 3).
@@ -61,9 +62,9 @@ export function renderFlow(st, ui) {
     resetTrace(diagram);
     shown = { key, step: flow ? flow.step : -1 };
   } else if (flow && flow.step > shown.step) {
-    playStep(diagram, shown.step, Math.min(flow.step, 5), ui.presenter);
+    playStep(diagram, shown.step, Math.min(flow.step, CONTROL_STEPS), ui.presenter);
     const n = flow.step;
-    if (n >= 1 && n <= 5) setText(diagram.caption, t("flow.moved", { n, title: t("step." + flow.steps[n - 1].key) }));
+    if (n >= 1 && n <= CONTROL_STEPS) setText(diagram.caption, t("flow.moved", { n, title: t("step." + flow.steps[n - 1].key) }));
     shown.step = flow.step;
   } else if (flow) {
     shown.step = flow.step;
@@ -90,8 +91,7 @@ export function latestTrace(st, key, flow) {
 
 function syncSelect(sel, keys, selected) {
   const sig = keys.join("|");
-  if (sel._sig !== sig) {
-    sel._sig = sig;
+  if (changed(sel, sig)) {
     sel.replaceChildren(...keys.map((k) => h("option", { value: k, text: k })));
   }
   sel.disabled = keys.length === 0;
@@ -125,8 +125,9 @@ function renderStrip(flow) {
 export function renderStep(li, step, t0) {
   setAttr(li, "data-status", step.status);
   setAttr(li, "aria-current", step.status === "current" || step.status === "stuck" ? "step" : null);
-  const [, status, , , evidence] = li.children;
-  setText(status, `${STATUS_GLYPH[step.status]} ${t("status." + step.status)}`);
+  const status = li.querySelector(".step-status");
+  const evidence = li.querySelector(".step-evidence");
+  setText(status, `${STEP_GLYPH[step.status]} ${t("status." + step.status)}`);
   const proof = evidenceText(step);
   let ev = proof;
   if (step.at && t0) {
@@ -160,8 +161,7 @@ export function renderStuck(box, stuck) {
   const masked = challenge.on;
   const detail = stuck && !masked ? stuckDetail(stuck) : "";
   const sig = stuck ? (masked ? "symptom:" : "") + stuck.reason + "\n" + detail : "";
-  if (box._sig === sig) return;
-  box._sig = sig;
+  if (!changed(box, sig)) return;
   setAttr(box, "data-reason", stuck ? (masked ? "symptom" : stuck.reason) : null);
   if (!stuck) {
     box.replaceChildren();
@@ -178,8 +178,7 @@ export function renderStuck(box, stuck) {
 
 function renderTrace(box, tr) {
   const sig = tr ? tr.id : "";
-  if (box._sig === sig) return;
-  box._sig = sig;
+  if (!changed(box, sig)) return;
   setAttr(box, "data-status", tr ? tr.status : null);
   setAttr(box, "data-trace", tr ? tr.id : null);
   if (!tr) {

@@ -12,21 +12,9 @@
 import { s, t, setText, setAttr, shortName, truncate, reducedMotion } from "./util.js";
 import { controllerNames } from "./control.js";
 import { selectedService } from "./flow.js";
+import { NODE_STATE, HEALTH_GLYPH, HEALTH_KEY } from "./vocab.js";
 
 
-// A node's state on the map: a glyph and a word, never colour alone.
-const STATE = {
-  launching: { glyph: "…", key: "map.state.launching" },
-  booting: { glyph: "◔", key: "map.state.booting" },
-  uninitialized: { glyph: "⚑", key: "map.state.uninitialized" },
-  ready: { glyph: "✓", key: "map.state.ready" },
-  notready: { glyph: "✗", key: "map.state.notready" },
-  shutdown: { glyph: "■", key: "map.state.shutdown" },
-  gone: { glyph: "✕", key: "map.state.gone" },
-};
-
-const HEALTH_GLYPH = { healthy: "✓", unhealthy: "✗", initial: "…", unused: "–" };
-const HEALTH_KEY = { healthy: "health.healthy", unhealthy: "health.unhealthy", initial: "health.initial", unused: "health.unused" };
 
 // Load balancers beyond this many show their target lines only for the
 // Service picked in the flow, or 50 Services would draw 2,500 lines.
@@ -52,6 +40,8 @@ const ROOMY = { w: 200, h: 84, gap: 12, font: 13 };
 const COMPACT = { w: 150, h: 62, gap: 8, font: 11 };
 
 let m = null; // the map's DOM, made on first render
+// flashTimers: per flashing element, the timer that ends its flash.
+const flashTimers = new WeakMap();
 
 function init() {
   const svg = document.getElementById("cloud-map");
@@ -69,6 +59,7 @@ function init() {
     actors: layer("map-actors"),
     flashLayer: layer("map-flashes"),
     keyed: new Map(), // key -> element, per kind ("inst:i-1", "lb:name", ...)
+    fresh: new Set(), // elements made in this render, not yet shown
     pos: new Map(), // what a call may touch -> {x, y, el}
     maxSeq: -1,
     epoch: null,
@@ -87,18 +78,29 @@ export function resetMap() {
   m = null;
 }
 
-// keyed returns the element for key, making it with make() the first time,
-// and marks it seen in this render.
+// keyed returns the drawing for key — {el, ...its named parts} — making
+// it with make() the first time, and marks it seen in this render. make
+// returns an element, or group(...) for one with parts.
 function keyed(parent, key, make, seen) {
-  let el = m.keyed.get(key);
-  if (!el) {
-    el = make();
-    el._new = true;
-    m.keyed.set(key, el);
-    parent.appendChild(el);
+  let d = m.keyed.get(key);
+  if (!d) {
+    const made = make();
+    d = made instanceof Element ? { el: made } : made;
+    m.fresh.add(d.el);
+    m.keyed.set(key, d);
+    parent.appendChild(d.el);
   }
   seen.add(key);
-  return el;
+  return d;
+}
+
+// group makes an SVG group with attrs whose children are parts, in the
+// order given, and returns it as {el, ...parts}: the renderers reach a
+// part by its name, never by its position.
+function group(attrs, parts) {
+  const el = s("g", attrs);
+  el.append(...Object.values(parts));
+  return { el, ...parts };
 }
 
 // nodeState is what the map says of an instance and its Node.
@@ -224,22 +226,18 @@ export function renderMap(st, ui, callsOnly) {
   drawLBs(st, ui, md, L, seen);
   drawRoutes(md, L, seen);
 
-  for (const [k, el] of m.keyed) {
+  for (const [k, d] of m.keyed) {
     if (!seen.has(k)) {
-      el.remove();
+      d.el.remove();
       m.keyed.delete(k);
+      m.fresh.delete(d.el);
     }
   }
   // New elements start in their "entering" look and move to their normal
   // one on the next frame, which the CSS animates.
-  const fresh = [];
-  for (const el of m.keyed.values()) {
-    if (el._new) {
-      el._new = false;
-      el.classList.add("entering");
-      fresh.push(el);
-    }
-  }
+  const fresh = [...m.fresh];
+  m.fresh.clear();
+  for (const el of fresh) el.classList.add("entering");
   if (fresh.length) {
     requestAnimationFrame(() => requestAnimationFrame(() => fresh.forEach((el) => el.classList.remove("entering"))));
   }
@@ -252,21 +250,26 @@ function drawActors(st, md, L, seen) {
   const w = ACTOR_W;
   md.actors.forEach((name, i) => {
     const x = PAD + i * (w + 10);
-    const g = keyed(
+    const {
+      el: g,
+      tip,
+      rect,
+      label,
+      sub,
+    } = keyed(
       m.actors,
       "actor:" + name,
-      () => {
-        const el = s("g", { class: "map-actor", "data-testid": "map-actor-" + name, "data-name": name });
-        el.append(s("title"), s("rect", { rx: 20, height: ACTOR_H }), s("text", { class: "map-actor-name" }), s("text", { class: "map-actor-state" }));
-        return el;
-      },
+      () =>
+        group(
+          { class: "map-actor", "data-testid": "map-actor-" + name, "data-name": name },
+          { tip: s("title"), rect: s("rect", { rx: 20, height: ACTOR_H }), label: s("text", { class: "map-actor-name" }), sub: s("text", { class: "map-actor-state" }) },
+        ),
       seen,
     );
     const on = !!st.controllers[name];
     const present = name in st.controllers;
     const state = present ? (on ? "on" : "off") : "absent";
     setAttr(g, "data-state", state);
-    const [tip, rect, label, sub] = g.children;
     setAttr(rect, "x", x);
     setAttr(rect, "y", ACTOR_Y);
     setAttr(rect, "width", w);
@@ -291,17 +294,11 @@ function drawZones(md, L, seen) {
   const { box } = L;
   md.zones.forEach((z, zi) => {
     const zx = PAD + zi * (L.zoneW + 10);
-    const col = keyed(
-      m.zones,
-      "zone:" + z.name,
-      () => {
-        const el = s("g", { class: "map-zone", "data-testid": "map-zone-" + z.name, "data-zone": z.name });
-        el.append(s("rect", { rx: 10 }), s("text", { class: "map-zone-label" }));
-        return el;
-      },
-      seen,
-    );
-    const [rect, label] = col.children;
+    const {
+      el: col,
+      rect,
+      label,
+    } = keyed(m.zones, "zone:" + z.name, () => group({ class: "map-zone", "data-testid": "map-zone-" + z.name, "data-zone": z.name }, { rect: s("rect", { rx: 10 }), label: s("text", { class: "map-zone-label" }) }), seen);
     setAttr(rect, "x", zx);
     setAttr(rect, "y", L.zoneTop);
     setAttr(rect, "width", L.zoneW);
@@ -320,21 +317,29 @@ function drawZones(md, L, seen) {
 }
 
 function drawInstance(x, ix, iy, box, seen) {
-  const g = keyed(
+  const {
+    el: g,
+    tip,
+    rect,
+    id,
+    state,
+    pods,
+    taint,
+  } = keyed(
     m.insts,
     "inst:" + x.id,
-    () => {
-      const el = s("g", { class: "map-inst", "data-testid": "map-inst-" + x.id, "data-id": x.id });
-      el.append(
-        s("title"),
-        s("rect", { class: "map-inst-box", rx: 8 }),
-        s("text", { class: "map-inst-id", x: 8, y: 16 }),
-        s("text", { class: "map-inst-state", x: 8, y: 33, "data-testid": "map-inst-state" }),
-        s("text", { class: "map-inst-pods", x: 8, y: 50, "data-testid": "map-inst-pods" }),
-        s("text", { class: "map-inst-taint", x: 8, y: 67, "data-testid": "map-inst-taint" }),
-      );
-      return el;
-    },
+    () =>
+      group(
+        { class: "map-inst", "data-testid": "map-inst-" + x.id, "data-id": x.id },
+        {
+          tip: s("title"),
+          rect: s("rect", { class: "map-inst-box", rx: 8 }),
+          id: s("text", { class: "map-inst-id", x: 8, y: 16 }),
+          state: s("text", { class: "map-inst-state", x: 8, y: 33, "data-testid": "map-inst-state" }),
+          pods: s("text", { class: "map-inst-pods", x: 8, y: 50, "data-testid": "map-inst-pods" }),
+          taint: s("text", { class: "map-inst-taint", x: 8, y: 67, "data-testid": "map-inst-taint" }),
+        },
+      ),
     seen,
   );
   // The position is a transform, so a box that moves glides (CSS).
@@ -342,12 +347,11 @@ function drawInstance(x, ix, iy, box, seen) {
   setAttr(g, "data-state", x.state);
   setAttr(g, "data-zone", x.zone);
   setAttr(g, "data-node", x.node ? x.node.name : null);
-  const [tip, rect, id, state, pods, taint] = g.children;
   setAttr(rect, "width", box.w);
   setAttr(rect, "height", box.h);
   const compact = box === COMPACT;
   setText(id, compact ? truncate(x.id, 19) : x.id);
-  const S = STATE[x.state];
+  const S = NODE_STATE[x.state];
   setText(state, `${S.glyph} ${t(S.key)}`);
   const n = x.pods.length;
   let podText;
@@ -388,17 +392,22 @@ function drawLBs(st, ui, md, L, seen) {
   md.lbs.forEach(({ lb, targets }, i) => {
     const x = PAD + (i % L.lbPerRow) * (L.lbW + 12);
     const y = L.lbTop + Math.floor(i / L.lbPerRow) * (LB_H + 12);
-    const g = keyed(
+    const {
+      el: g,
+      tip,
+      rect,
+      name,
+      sum,
+    } = keyed(
       m.lbs,
       "lb:" + lb.name,
-      () => {
-        const el = s("g", { class: "map-lb", "data-testid": "map-lb-" + lb.name, "data-name": lb.name });
-        el.append(s("title"), s("rect", { rx: 6, height: LB_H }), s("text", { class: "map-lb-name" }), s("text", { class: "map-lb-sum" }));
-        return el;
-      },
+      () =>
+        group(
+          { class: "map-lb", "data-testid": "map-lb-" + lb.name, "data-name": lb.name },
+          { tip: s("title"), rect: s("rect", { rx: 6, height: LB_H }), name: s("text", { class: "map-lb-name" }), sum: s("text", { class: "map-lb-sum" }) },
+        ),
       seen,
     );
-    const [tip, rect, name, sum] = g.children;
     setAttr(rect, "x", x);
     setAttr(rect, "y", y);
     setAttr(rect, "width", L.lbW);
@@ -423,17 +432,17 @@ function drawLBs(st, ui, md, L, seen) {
       const at = m.pos.get(to.id);
       if (!at) return;
       const key = "lbline:" + lb.name + "|" + tg.id + "|" + tg.port;
-      const line = keyed(
+      const {
+        el: line,
+        tip: ltip,
+        ln,
+        glyph,
+      } = keyed(
         m.lbLines,
         key,
-        () => {
-          const el = s("g", { class: "map-lb-line", "data-testid": "map-lb-line", "data-lb": lb.name, "data-target": tg.id });
-          el.append(s("title"), s("line"), s("text", { class: "map-health-glyph" }));
-          return el;
-        },
+        () => group({ class: "map-lb-line", "data-testid": "map-lb-line", "data-lb": lb.name, "data-target": tg.id }, { tip: s("title"), ln: s("line"), glyph: s("text", { class: "map-health-glyph" }) }),
         seen,
       );
-      const [ltip, ln, glyph] = line.children;
       const health = tg.health || "initial";
       setAttr(line, "data-health", health);
       setAttr(line, "data-instance", to.id);
@@ -467,17 +476,17 @@ function zoneLines(lb, targets, i, x1, y1, L, seen) {
     if (!col) continue;
     const healthy = tgs.filter((x) => x.health === "healthy").length;
     const health = healthy === tgs.length ? "healthy" : tgs.some((x) => x.health === "unhealthy") ? "unhealthy" : "initial";
-    const line = keyed(
+    const {
+      el: line,
+      tip,
+      ln,
+      glyph,
+    } = keyed(
       m.lbLines,
       "lbzone:" + lb.name + "|" + zone,
-      () => {
-        const el = s("g", { class: "map-lb-line", "data-testid": "map-lb-zone-line", "data-lb": lb.name, "data-zone": zone });
-        el.append(s("title"), s("line"), s("text", { class: "map-health-glyph" }));
-        return el;
-      },
+      () => group({ class: "map-lb-line", "data-testid": "map-lb-zone-line", "data-lb": lb.name, "data-zone": zone }, { tip: s("title"), ln: s("line"), glyph: s("text", { class: "map-health-glyph" }) }),
       seen,
     );
-    const [tip, ln, glyph] = line.children;
     const ex = col.x + ((i % 3) - 1) * Math.min(90, L.zoneW / 3.4) - 20;
     setAttr(line, "data-health", health);
     setAttr(ln, "x1", x1);
@@ -492,23 +501,17 @@ function zoneLines(lb, targets, i, x1, y1, L, seen) {
 }
 
 function drawRoutes(md, L, seen) {
-  const head = keyed(m.routes, "routes:head", () => s("text", { class: "map-routes-label", "data-testid": "map-routes" }), seen);
+  const { el: head } = keyed(m.routes, "routes:head", () => s("text", { class: "map-routes-label", "data-testid": "map-routes" }), seen);
   setAttr(head, "x", L.routeX);
   setAttr(head, "y", L.zoneTop + 20);
   setText(head, md.routes.length ? t("map.routes") : "");
   md.routes.forEach(({ r, to }, i) => {
     const y = L.zoneTop + 30 + i * ROUTE_ROW + 12;
-    const row = keyed(
-      m.routes,
-      "route:" + r.destinationCIDR,
-      () => {
-        const el = s("g", { class: "map-route", "data-testid": "map-route-" + r.destinationCIDR, "data-cidr": r.destinationCIDR });
-        el.append(s("title"), s("text"));
-        return el;
-      },
-      seen,
-    );
-    const [tip, text] = row.children;
+    const {
+      el: row,
+      tip,
+      text,
+    } = keyed(m.routes, "route:" + r.destinationCIDR, () => group({ class: "map-route", "data-testid": "map-route-" + r.destinationCIDR, "data-cidr": r.destinationCIDR }, { tip: s("title"), text: s("text") }), seen);
     const state = r.state || "active";
     setAttr(row, "data-state", state);
     setAttr(text, "x", L.routeX + 14);
@@ -517,7 +520,7 @@ function drawRoutes(md, L, seen) {
     setText(tip, `${r.destinationCIDR} → ${r.instanceID} (${state})`);
     m.pos.set(r.destinationCIDR, { x: L.routeX + 8, y: y - 4, el: row });
     const at = to && m.pos.get(to.id);
-    const line = keyed(m.routeLines, "rline:" + r.destinationCIDR, () => s("line", { class: "map-route-line", "data-cidr": r.destinationCIDR }), seen);
+    const { el: line } = keyed(m.routeLines, "rline:" + r.destinationCIDR, () => s("line", { class: "map-route-line", "data-cidr": r.destinationCIDR }), seen);
     setAttr(line, "data-state", state);
     if (at) {
       setAttr(line, "x1", L.routeX + 10);
@@ -574,8 +577,14 @@ function flash(call) {
     // An element still flashing keeps its animation a while longer (a
     // restart would force a layout of the whole page).
     el.classList.add("flashing");
-    clearTimeout(el._flash);
-    el._flash = setTimeout(() => el.classList.remove("flashing"), FLASH_MS);
+    clearTimeout(flashTimers.get(el));
+    flashTimers.set(
+      el,
+      setTimeout(() => {
+        el.classList.remove("flashing");
+        flashTimers.delete(el);
+      }, FLASH_MS),
+    );
   }
 }
 
@@ -587,7 +596,7 @@ function renderText(st, md) {
   for (const z of md.zones) {
     lines.push(t("map.zone", { zone: z.name }) + ":");
     for (const x of z.insts) {
-      const S = STATE[x.state];
+      const S = NODE_STATE[x.state];
       lines.push(`  ${x.id}${x.node ? " (" + x.node.name + ")" : ""}${x.controlPlane ? ", " + t("map.controlPlane") : ""}: ${t(S.key)}; ${x.pods.length ? t("map.pods", { n: x.pods.length }) : t("map.pods.none")}`);
     }
   }

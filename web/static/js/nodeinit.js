@@ -4,6 +4,7 @@
 
 import { h, t, setText, setAttr, show, shortName } from "./util.js";
 import { renderStep, renderStuck } from "./flow.js";
+import { changed } from "./rows.js";
 
 
 function launchedAt(f) {
@@ -24,9 +25,8 @@ export function renderNodeInit(st, ui) {
   const flows = [...st.nodeFlows.values()].sort((a, b) => a.node.localeCompare(b.node));
   const sel = document.getElementById("node-select");
   const sig = flows.map((f) => f.node + ":" + f.step).join("|");
-  if (sel._sig !== sig) {
-    sel._sig = sig;
-    sel.replaceChildren(...flows.map((f) => h("option", { value: f.node, text: `${shortName(f.node)} (${f.step}/6)` })));
+  if (changed(sel, sig)) {
+    sel.replaceChildren(...flows.map((f) => h("option", { value: f.node, text: `${shortName(f.node)} (${f.step}/${f.steps.length})` })));
   }
   sel.disabled = flows.length === 0;
   if (name && sel.value !== name) sel.value = name;
@@ -60,7 +60,7 @@ export function renderNodeInit(st, ui) {
   }
   const t0 = launchedAt(flow);
   flow.steps.forEach((step, i) => renderStep(ol.children[i], step, t0));
-  renderStuck(document.getElementById("node-stuck"), flow.step < 6 ? flow.stuck : null);
+  renderStuck(document.getElementById("node-stuck"), flow.step < flow.steps.length ? flow.stuck : null);
 
   const node = st.nodes.get(name);
   let state = "none";
@@ -79,8 +79,7 @@ export function renderNodeInit(st, ui) {
   }
   setAttr(taint, "data-state", state);
   const tsig = state + text;
-  if (taint._sig !== tsig) {
-    taint._sig = tsig;
+  if (changed(taint, tsig)) {
     taint.replaceChildren(
       h("span", { class: "label", text: t("nodeinit.taint") + ": " }),
       h(state === "removed" ? "del" : "code", { class: "taint-text", text }),

@@ -95,69 +95,6 @@ export function show(el, visible) {
   if (el.hidden === visible) el.hidden = !visible;
 }
 
-// list renders items with syncList, or a placeholder row when there are none.
-export function list(tbody, cols, items, emptyText, key, create, update, extra) {
-  if (items.length === 0) emptyRow(tbody, cols, emptyText);
-  else syncList(tbody, items, key, create, update, extra);
-}
-
-// syncList makes parent's children mirror items, keyed by key(item). Rows
-// are reused (focus and selection survive a redraw), created with
-// create(item) and refreshed with update(el, item) only when the item
-// changed (the store replaces objects, so identity is enough) or when
-// extra(item) — a cheap signature of related data — changed.
-export function syncList(parent, items, key, create, update, extra) {
-  const old = parent._rows || new Map();
-  const rows = new Map();
-  let prev = null;
-  for (const item of items) {
-    const k = key(item);
-    let el = old.get(k);
-    const sig = extra ? extra(item) : undefined;
-    if (!el) {
-      el = create(item);
-      update(el, item);
-    } else if (el._item !== item || el._sig !== sig) {
-      update(el, item);
-    }
-    el._item = item;
-    el._sig = sig;
-    rows.set(k, el);
-    const want = prev ? prev.nextSibling : parent.firstChild;
-    if (want !== el) parent.insertBefore(el, want);
-    prev = el;
-  }
-  for (const [k, el] of old) if (!rows.has(k)) el.remove();
-  // Whatever is left after the last row (an "empty" placeholder) goes.
-  let rest = prev ? prev.nextSibling : parent.firstChild;
-  while (rest) {
-    const next = rest.nextSibling;
-    rest.remove();
-    rest = next;
-  }
-  parent._rows = rows;
-}
-
-// emptyRow shows a placeholder in a table body (or list) that has no rows.
-export function emptyRow(parent, cols, text) {
-  const first = parent.firstChild;
-  if (first && first._empty && !first.nextSibling) {
-    setText(first._label, text);
-    return;
-  }
-  let el, label;
-  if (parent.tagName === "TBODY") {
-    label = h("td", { colspan: cols, text });
-    el = h("tr", { class: "empty-row" }, label);
-  } else {
-    el = label = h("li", { class: "empty-row", text });
-  }
-  el._empty = true;
-  el._label = label;
-  parent.replaceChildren(el);
-  parent._rows = new Map();
-}
-
 // shortName trims the lab's long node names for tight places:
 // "ip-10-0-0-4.ap-northeast-1.compute.internal" -> "ip-10-0-0-4".
 export function shortName(name) {
