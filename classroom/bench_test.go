@@ -1,3 +1,5 @@
+//go:build !unit
+
 package classroom
 
 import (
@@ -31,26 +33,10 @@ import (
 // lab's start is what is measured, and it costs seconds.
 func BenchmarkClassroomCapacity(b *testing.B) {
 	needBinary(b)
-	c, err := New(Config{
+	c, base, lb := runClass(b, Config{
 		Students: []string{"warm", "cold"}, DataDir: b.TempDir(), Binary: binary, Warm: 1,
 		Lab: LabOptions{Nodes: 3}, StopTimeout: 20 * time.Second,
 	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx, ln) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	base := "http://" + ln.Addr().String()
-	lb := c.backend.(*localBackend)
 
 	// The warm pool's lab (the first student in roster order) starts now.
 	testutil.Eventually(b, 3*time.Minute, "the warm lab ready", func() (bool, string) {
@@ -110,6 +96,28 @@ func BenchmarkClassroomCapacity(b *testing.B) {
 		"machine: %.0f MB, %d cores; fit = min(0.8*%.0f/%.0f, 0.8*%d/%.3f) = min(%d, %d) = %d labs",
 		cold.Round(time.Millisecond), warm.Round(10*time.Microsecond), meanRSS, meanCPU*100, len(rss), window,
 		memMB, cores, memMB, meanRSS, cores, meanCPU, fitMem, fitCPU, fit)
+}
+
+// runClass runs a class on the local backend until the benchmark ends and
+// returns it with the portal's base URL and its backend.
+func runClass(b *testing.B, cfg Config) (*Classroom, string, *localBackend) {
+	b.Helper()
+	c, err := New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx, ln) }()
+	b.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return c, "http://" + ln.Addr().String(), c.backend.(*localBackend)
 }
 
 // cpuTicks is the process's user+system CPU time in clock ticks.

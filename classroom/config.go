@@ -75,7 +75,9 @@ type LabOptions struct {
 }
 
 func (o LabOptions) args() []string {
-	var a []string
+	// The instructor chose the lab: a student's page does not offer to
+	// restart it into another profile.
+	a := []string{"--restart=false"}
 	if o.Profile != "" {
 		a = append(a, "--profile", o.Profile)
 	}

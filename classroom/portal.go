@@ -189,6 +189,7 @@ func (c *Classroom) routes() {
 	m.HandleFunc("GET /dashboard.css", serveAsset("dashboard.css", "text/css; charset=utf-8"))
 	m.HandleFunc("GET /api/class", c.instructor(c.getClass))
 	m.HandleFunc("GET /api/class/events", c.instructor(c.classEvents))
+	m.HandleFunc("GET /class/table", c.instructor(c.classTable))
 	m.HandleFunc("GET /api/class.csv", c.instructor(c.classCSV))
 	m.HandleFunc("POST /api/actions/reset", c.instructor(c.actionReset))
 	m.HandleFunc("PUT /api/actions/latency", c.instructor(c.actionLatency))

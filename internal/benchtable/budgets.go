@@ -32,6 +32,14 @@ var Budgets = []Budget{
 	{Name: "  AWS API calls per Service, cloud-provider-aws", Bench: "BenchmarkScaleAWS/1000x1000", Unit: "aws-calls/service"},
 	{Name: "  AWS API calls per node, cloud-provider-aws", Bench: "BenchmarkScaleAWS/1000x1000", Unit: "aws-calls/node"},
 	{Name: "  AWS API calls per Service at 100 (same provider)", Bench: "BenchmarkScaleAWS/100x100", Unit: "aws-calls/service"},
+	{Name: "a class run for real: students (default lab, --prestart)", Bench: "BenchmarkClassRun", Unit: "students", Min: 50},
+	{Name: "  every lab up (s)", Bench: "BenchmarkClassRun", Unit: "class-up-s", Max: 300},
+	{Name: "  memory the class took (GB)", Bench: "BenchmarkClassRun", Unit: "mem-used-GB"},
+	{Name: "  idle: /healthz through the portal p99 (ms)", Bench: "BenchmarkClassRun", Unit: "idle-healthz-p99-ms", Max: 250},
+	{Name: "  idle: Node list (kubectl get nodes), slowest (ms)", Bench: "BenchmarkClassRun", Unit: "idle-get-nodes-max-ms", Max: 1000},
+	{Name: "  20 LoadBalancers at once: /healthz p99 (ms)", Bench: "BenchmarkClassRun", Unit: "busy-healthz-p99-ms", Max: 250},
+	{Name: "  20 LoadBalancers at once: Node list, slowest (ms)", Bench: "BenchmarkClassRun", Unit: "busy-get-nodes-max-ms", Max: 1000},
+	{Name: "  20 LoadBalancers at once: slowest EXTERNAL-IP (s)", Bench: "BenchmarkClassRun", Unit: "busy-external-ip-max-s", Max: 10},
 	{Name: "event -> 200 websocket clients p99 (ms)", Bench: "BenchmarkFanout200", Unit: "p99-ms", Max: 100},
 }
 
