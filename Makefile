@@ -24,6 +24,10 @@ LDFLAGS := -s -w -X main.version=$(VERSION) $(KUBE_LDFLAGS)
 # in ccmlab. The packages below keep nodes still while Services sync under
 # -race, and say so where they do.
 RACE_PKGS := ./lab/cloud/... ./server/... ./controllers/... ./lab/kubelet/... ./lab/dataplane/... ./lab/flow/... ./classroom/... ./lab/history/... ./internal/podlog/... ./internal/gctune/...
+# Of those, the two whose tests change under -race (raceEnabled: nodes hold
+# still while Services sync) run in the plain pass too; the others run only
+# under -race, which is the same tests with the detector on.
+BOTH_PASSES := /controllers$$|/lab/flow$$
 CHROMIUM ?= $(shell command -v chromium || command -v chromium-browser || command -v google-chrome || true)
 
 .DEFAULT_GOAL := help
@@ -48,6 +52,12 @@ generate: ## Regenerate templ components
 lint: ## gofmt, go vet, staticcheck, go.mod/go.sum tidy
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '_templ.go$$')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	@# The fast tier builds with -tags=unit: compile that file set too, so a
+	@# unit test that leans on a helper of an integration-only file fails
+	@# here. go list -export compiles the test packages without linking;
+	@# `go vet -tags=unit` did the same but redid vet's facts for every
+	@# dependency, Kubernetes included (3 minutes on a cold cache).
+	@$(GO) list -e -test -export -tags=unit -f '{{with .Error}}{{.}}{{end}}' ./... | { ! grep .; }
 	$(GO) tool staticcheck ./...
 	@# -diff prints what tidy would change and changes nothing.
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
@@ -78,21 +88,32 @@ test-unit: ## Run the tests that need no control plane, binary or browser (-shor
 	@# skip under -short: leaving them out saves linking two large binaries.
 	@# -ldflags=-w: no DWARF in those test binaries, which cuts linking
 	@# (measured 63 s -> 54 s for the whole tier on 2 cores, warm cache).
-	$(GO) test -short -count=1 -ldflags=-w $$($(GO) list ./... | grep -v -e '/cmd/ccmlab$$' -e '/web/e2e$$')
+	@# -tags=unit: test files that bring up a control plane or a lab carry
+	@# `//go:build !unit` (internal/layers checks it), so this tier neither
+	@# compiles nor links them: 12 of the 15 test binaries that held
+	@# kube-apiserver no longer do (app, app/sim and lab/controlplane must).
+	$(GO) test -tags=unit -short -count=1 -ldflags=-w $$($(GO) list ./... | grep -v -e '/cmd/ccmlab$$' -e '/web/e2e$$')
 
 .PHONY: test
 test: verify browser ## Run every test (integration and browser tests included)
-	$(GO) test -count=1 -timeout 30m ./...
+	@# The plain pass: every package but those that run only under -race.
+	@# -vet=off: make lint vetted every package, tests included, with more
+	@# analyzers; go test's own vet set would redo its facts for every
+	@# dependency, Kubernetes included. -ldflags=-w: no DWARF in the test
+	@# binaries, which cuts the linking of some 30 binaries that embed
+	@# kube-apiserver (stack traces and race reports need no DWARF).
+	pkgs=$$($(GO) list ./... | grep -vxF -f <($(GO) list $(RACE_PKGS) | grep -vE '$(BOTH_PASSES)')) && \
+		$(GO) test -count=1 -vet=off -ldflags=-w -timeout 30m $$pkgs
 	@# -p 1 also serializes compiling and linking, so build the race test
 	@# binaries first, on every core: the go command caches linked test
 	@# binaries, and the one-at-a-time pass below then only runs them.
 	@# -exec /bin/true runs nothing; its "ok" lines are left out.
-	$(GO) test -race -vet=off -count=1 -run '^$$' -exec /bin/true $(RACE_PKGS) | { grep -v '^ok' || true; }
+	$(GO) test -race -vet=off -ldflags=-w -count=1 -run '^$$' -exec /bin/true $(RACE_PKGS) | { grep -v '^ok' || true; }
 	@# One package at a time: each starts a control plane, and under the race
 	@# detector two of them at once on 2 cores starve the controllers' timing.
 	@# -vet=off: make lint vetted every package already; under -race vet would
 	@# redo its analysis of every dependency, Kubernetes included, one at a time.
-	$(GO) test -count=1 -race -vet=off -p 1 -timeout 40m $(RACE_PKGS)
+	$(GO) test -count=1 -race -vet=off -ldflags=-w -p 1 -timeout 40m $(RACE_PKGS)
 
 # KWOK, the baseline of the per-node cost budget, built from its Go module at
 # a pinned version, with the stage files that module ships.
@@ -112,7 +133,7 @@ kwok: ## Build KWOK (the per-node cost baseline) into bin/bench
 # budgets). A new benchmark joins by a line here and a row in
 # internal/benchtable/budgets.go.
 .PHONY: bench
-bench: build kwok ## Run the benchmarks and print the budgets table (about 25 minutes)
+bench: build kwok ## Run the benchmarks and print the budgets table (about 35 minutes)
 	@mkdir -p $(BENCH_DIR) && : > $(BENCH_OUT)
 	@# Latency percentiles need many samples; whole-lab starts and
 	@# convergence runs are expensive, so they run a few times inside.
@@ -125,6 +146,8 @@ bench: build kwok ## Run the benchmarks and print the budgets table (about 25 mi
 	$(GO) test -run '^$$' -bench 'Converge' -benchtime 1x -timeout 30m ./controllers | tee -a $(BENCH_OUT)
 	$(GO) test -run '^$$' -bench 'Scale' -benchtime 1x -timeout 60m ./app/apptest | tee -a $(BENCH_OUT)
 	$(GO) test -run '^$$' -bench 'ClassroomCapacity' -benchtime 1x -timeout 30m ./classroom | tee -a $(BENCH_OUT)
+	@# A class of CCMLAB_CLASS_SIZE (default 50) run for real: about 10 minutes.
+	$(GO) test -run '^$$' -bench 'ClassRun' -benchtime 1x -timeout 40m ./classroom | tee -a $(BENCH_OUT)
 	@echo; $(GO) run ./internal/benchtable/cmd/benchtable $(BENCH_OUT)
 
 .PHONY: bench-scale
