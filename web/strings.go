@@ -135,7 +135,7 @@ var pageTexts = i18n.Catalog{
 	"cp.apiserver":            {JA: "すべてのオブジェクトの窓口。controller はここを watch します", EN: "The front door for every object; controllers watch it"},
 	"cp.etcd":                 {JA: "クラスタの状態を保存します", EN: "Stores the cluster's state"},
 	"cp.kcm":                  {JA: "--cloud-provider=external: クラウドの仕事はしません", EN: "--cloud-provider=external: leaves cloud work to the CCM"},
-	"cp.scheduler":            {JA: "Pod をノードに割り当てます。Pod が許容 (toleration) しない NoSchedule の taint があるノードには置きません", EN: "Places Pods on nodes, never on one with a NoSchedule taint the Pod does not tolerate"},
+	"cp.scheduler":            {JA: "Pod をノードに割り当てます。Pod が許容 (toleration) しない NoSchedule か NoExecute の taint があるノードには置きません", EN: "Places Pods on nodes, never on one with a NoSchedule or NoExecute taint the Pod does not tolerate"},
 	"cp.ccm":                  {JA: "cloud-controller-manager (CCM)", EN: "cloud-controller-manager (CCM)"},
 	"cp.ccm.desc":             {JA: "クラウドの API を呼ぶ controller の集まり。1 つずつ止められます", EN: "The controllers that call the cloud's API; switch each one on or off"},
 	"cp.running":              {JA: "稼働中", EN: "running"},
