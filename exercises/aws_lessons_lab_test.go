@@ -4,6 +4,8 @@ package exercises
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +16,8 @@ import (
 	"github.com/ccmlab/ccmlab/exercises/format"
 	"github.com/ccmlab/ccmlab/internal/testutil"
 	"github.com/ccmlab/ccmlab/lab/cloud"
+	"github.com/ccmlab/ccmlab/lab/dataplane/tracetext"
+	"github.com/ccmlab/ccmlab/lab/profile"
 )
 
 // The lessons on what cloud-provider-aws builds around a Classic ELB and
@@ -149,4 +153,74 @@ func TestExerciseCCMRBAC(t *testing.T) {
 	if !writable("allowed") {
 		t.Fatal("the reset did not restore services/status")
 	}
+}
+
+// The ip-targets-routes lesson on the served lab (aws profile, lbc add-on):
+// an NLB in ip mode reaches the Pod through the Route controller's route;
+// deleted with the AWS CLI while the controller is off, the target goes
+// unhealthy and requests fail; with the controller back they pass again.
+func TestExerciseIPTargetsRoutes(t *testing.T) {
+	w := theWorld(t)
+	ctx := context.Background()
+	const id = "ip-targets-routes"
+	w.reset(t, id)
+	w.expectFailFirst(t, id)
+
+	w.failsNow(t, id, "ip-ok")
+	w.run(t, id, "ip-ok", "create deployment")
+	w.run(t, id, "ip-ok", "expose deployment")
+	testutil.Eventually(t, 90*time.Second, "reach answers through its NLB", func() (bool, string) {
+		tr := w.sendLB(t, "reach")
+		return tr.Status == 200, tr.Error
+	})
+	w.waitStep(t, id, "ip-ok", 30*time.Second)
+
+	// What the student does: the Route controller off, then the route of
+	// the Pod's node's podCIDR deleted with the AWS CLI.
+	w.failsNow(t, id, "cut")
+	must(t, w.manager.Disable(profile.Route))
+	pods, err := env.Client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=reach"})
+	must(t, err)
+	if len(pods.Items) != 1 || pods.Items[0].Spec.NodeName == "" {
+		t.Fatalf("want one scheduled Pod of reach, got %d", len(pods.Items))
+	}
+	node, err := env.Client.CoreV1().Nodes().Get(ctx, pods.Items[0].Spec.NodeName, metav1.GetOptions{})
+	must(t, err)
+	// The wrong route first: another node's. The Pod is still reached.
+	nodes, err := env.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	must(t, err)
+	for _, n := range nodes.Items {
+		if n.Name != node.Name && n.Spec.PodCIDR != "" {
+			must(t, w.cloud.DeleteRoute(cloud.WithCaller(ctx, "aws-cli"), n.Spec.PodCIDR))
+			break
+		}
+	}
+	if tr := w.sendLB(t, "reach"); tr.Status != 200 {
+		t.Fatalf("another node's route cut the Pod off: %d %s", tr.Status, tr.Error)
+	}
+	w.failsNow(t, id, "cut")
+
+	must(t, w.cloud.DeleteRoute(cloud.WithCaller(ctx, "aws-cli"), node.Spec.PodCIDR))
+	// Once its health checks have failed, the NLB fails open to its one
+	// unhealthy target, which it cannot reach: the trace says so, as the
+	// step's explanation does. (Before that, it still sends to the target
+	// as healthy, and fails the same.)
+	testutil.Eventually(t, 30*time.Second, "reach fails open and no longer answers", func() (bool, string) {
+		tr := w.sendLB(t, "reach")
+		failOpen := false
+		for _, h := range tr.Hops {
+			failOpen = failOpen || h.DetailKey == tracetext.HopPickedFailOpen
+		}
+		return tr.Status != 200 && failOpen && strings.Contains(tr.Error, "cannot reach Pod IP"), fmt.Sprintf("%d %s", tr.Status, tr.Error)
+	})
+	w.waitStep(t, id, "cut", 30*time.Second)
+
+	w.failsNow(t, id, "route-back")
+	must(t, w.manager.Enable(profile.Route))
+	testutil.Eventually(t, 90*time.Second, "reach answers again", func() (bool, string) {
+		tr := w.sendLB(t, "reach")
+		return tr.Status == 200, tr.Error
+	})
+	w.waitStep(t, id, "route-back", 30*time.Second)
+	w.expectDone(t, id)
 }

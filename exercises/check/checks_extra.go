@@ -7,10 +7,11 @@ import "maps"
 // kind sets evidence: true and reads e.hist (the history after
 // Input.Since).
 func extraKinds() map[string]checkKind {
-	m := lifecycleKinds()        // checks_lifecycle.go
-	maps.Copy(m, awsKinds())     // checks_aws.go
-	maps.Copy(m, subnetsKinds()) // checks_subnets.go
-	maps.Copy(m, ccmpodKinds())  // checks_ccmpod.go
+	m := lifecycleKinds()         // checks_lifecycle.go
+	maps.Copy(m, awsKinds())      // checks_aws.go
+	maps.Copy(m, subnetsKinds())  // checks_subnets.go
+	maps.Copy(m, ccmpodKinds())   // checks_ccmpod.go
+	maps.Copy(m, ipTargetKinds()) // checks_iptargets.go
 	return m
 }
 

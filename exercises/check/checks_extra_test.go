@@ -4,5 +4,6 @@ package check
 // passing and a failing one for each).
 func extraCases() []checkCase {
 	cases := append(append(lifecycleCases(), awsCases()...), subnetsCases()...) // checks_lifecycle_test.go, checks_aws_test.go, checks_subnets_test.go
+	cases = append(cases, ipTargetCases()...)                                   // checks_iptargets_test.go
 	return append(cases, ccmpodCases()...)                                      // checks_ccmpod_test.go
 }

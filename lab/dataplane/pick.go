@@ -17,7 +17,7 @@ import (
 // pickTarget is the load balancer's choice for one connection on listener
 // l: round-robin over the healthy targets; before the first health check
 // has finished, over those still "initial" (so a new load balancer works
-// at once); otherwise none. Targets registered on the listener's target
+// at once); otherwise none, except that an NLB fails open to all. Targets registered on the listener's target
 // port serve it; if none are (ip mode may register each Pod on its own
 // port), all targets do.
 func pickTarget(lb *cloud.LoadBalancer, l cloud.Listener, pick func(string, int) int) (t cloud.Target, picked, fail i18n.Msg, ok bool) {
@@ -40,6 +40,18 @@ func pickTarget(lb *cloud.LoadBalancer, l cloud.Listener, pick func(string, int)
 		state = cloud.TargetInitial
 		cands = filterTargets(pool, cloud.TargetInitial)
 	}
+	if len(cands) == 0 && lb.Kind == cloud.LBKindNetwork {
+		// An NLB whose every target failed its health checks fails open:
+		// it sends to all of them, whatever their health (AWS's "Health
+		// checks for Network Load Balancer target groups").
+		// Not to "unused" ones: those are not in service at all.
+		if all := filterTargets(pool, cloud.TargetUnhealthy); len(all) > 0 {
+			t = all[pick(fmt.Sprintf("lb/%s/%s/%d", lb.Name, l.Protocol, l.Port), len(all))]
+			picked = why(tracetext.HopPickedFailOpen, "port", itoa(l.Port), "proto", cmp.Or(l.Protocol, "TCP"), "target", t.ID, "tport", itoa(t.Port),
+				"health", string(t.Health), "n", strconv.Itoa(len(all)))
+			return t, picked, i18n.Msg{}, true
+		}
+	}
 	if len(cands) == 0 {
 		parts := make([]string, len(pool))
 		for i, t := range pool {
@@ -53,7 +65,13 @@ func pickTarget(lb *cloud.LoadBalancer, l cloud.Listener, pick func(string, int)
 		return cloud.Target{}, fail, fail, false
 	}
 	t = cands[pick(fmt.Sprintf("lb/%s/%s/%d", lb.Name, l.Protocol, l.Port), len(cands))]
-	picked = why(tracetext.HopPicked, "port", itoa(l.Port), "proto", cmp.Or(l.Protocol, "TCP"), "target", t.ID, "tport", itoa(t.Port),
+	key := tracetext.HopPicked
+	if lb.Kind == cloud.LBKindNetwork {
+		// An NLB hashes each TCP flow to a target; the lab still takes the
+		// targets in turn, and the trace says both.
+		key = tracetext.HopPickedNLB
+	}
+	picked = why(key, "port", itoa(l.Port), "proto", cmp.Or(l.Protocol, "TCP"), "target", t.ID, "tport", itoa(t.Port),
 		"health", string(t.Health), "n", strconv.Itoa(len(cands)), "state", string(state))
 	return t, picked, i18n.Msg{}, true
 }

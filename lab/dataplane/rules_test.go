@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ccmlab/ccmlab/lab/cloud"
+	"github.com/ccmlab/ccmlab/lab/dataplane/tracetext"
 )
 
 const (
@@ -209,6 +210,32 @@ func TestLoadBalancerInstanceMode(t *testing.T) {
 				t.Errorf("LB %q, service %q, target type %q", tr.LB, tr.Service, tr.TargetType)
 			}
 		})
+	}
+}
+
+// TestNLBFailsOpen: an NLB whose every target fails its health checks
+// sends to all of them (never to an unused one); a Classic ELB or the
+// lab's own load balancer sends to none (the table above).
+func TestNLBFailsOpen(t *testing.T) {
+	w := baseWorld(cluster)
+	w.objs.slices = []*discoveryv1.EndpointSlice{testSlice("web-1", ep{w.podByName("web-b"), "ready"})}
+	lb := instanceLB(cloud.TargetUnhealthy, cloud.TargetUnhealthy, cloud.TargetUnused)
+	lb.Kind = cloud.LBKindNetwork
+	w.state.LoadBalancers = []cloud.LoadBalancer{lb}
+	d := w.dataplane(t)
+	var entries []string
+	for range 4 {
+		tr, err := d.Do(context.Background(), Request{Kind: KindLoadBalancer, LB: "aweb"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tr.Status != 200 || len(tr.Hops) < 2 || tr.Hops[1].DetailKey != tracetext.HopPickedFailOpen {
+			t.Fatalf("status %d, hops %+v: want 200 through a fail-open pick", tr.Status, tr.Hops)
+		}
+		entries = append(entries, tr.EntryNode)
+	}
+	if want := []string{nodeA, nodeB, nodeA, nodeB}; strings.Join(entries, " ") != strings.Join(want, " ") {
+		t.Errorf("entry nodes %v, want %v (never the unused target)", entries, want)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"reflect"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -19,6 +20,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/utils/clock"
 
+	"github.com/ccmlab/ccmlab/lab/ccmnames"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 )
 
@@ -373,7 +375,13 @@ func (o *Observer) onService(obj any) {
 	key := v.Key()
 	o.services[key] = v
 	if s.Spec.Type == corev1.ServiceTypeLoadBalancer && v.LoadBalancerClass == "" {
-		o.lbOwner[cloudprovider.DefaultLoadBalancerName(s)] = key
+		// Without a class the annotation decides who makes it: the load
+		// balancer controller, under its own name, for type external.
+		name := cloudprovider.DefaultLoadBalancerName(s)
+		if ccmnames.LBCExternal(s.Annotations) {
+			name = ccmnames.LBCLoadBalancerName(s)
+		}
+		o.lbOwner[name] = key
 	}
 	o.emit(Change{Type: KindService, Op: OpUpsert, Key: key, Data: v})
 	o.recomputeServiceLocked(key)
@@ -666,10 +674,23 @@ func (o *Observer) eligibleNodesLocked() int {
 }
 
 func (o *Observer) lbNameLocked(key string) string {
+	// A Service can own two names (the CCM's, and the load balancer
+	// controller's after an annotation changed hands): the one that exists
+	// in the cloud wins, then the first in order, never the map's whim.
+	var names []string
 	for name, owner := range o.lbOwner {
 		if owner == key {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if _, ok := o.cfg.Cloud.LookupLoadBalancer(name); ok {
 			return name
 		}
+	}
+	if len(names) > 0 {
+		return names[0]
 	}
 	return ""
 }

@@ -38,6 +38,8 @@ const (
 const (
 	HopClient          = "hopd.client"           // {method} {path} {to}
 	HopPicked          = "hopd.lb.picked"        // {port} {proto} {target} {tport} {health} {n} {state}
+	HopPickedNLB       = "hopd.lb.picked-nlb"    // {port} {proto} {target} {tport} {health} {n} {state}
+	HopPickedFailOpen  = "hopd.lb.failopen"      // {port} {proto} {target} {tport} {health} {n}
 	HopArrives         = "hopd.node.arrives"     // {node} {port}
 	HopNodePortCluster = "hopd.nodeport.cluster" // {port} {service} {sport} {policy} {n}
 	HopNodePortLocal   = "hopd.nodeport.local"   // {port} {service} {sport} {policy} {n}
@@ -130,6 +132,12 @@ var catalog = i18n.Catalog{
 	HopPicked: {
 		JA: "リスナー {port}/{proto} がターゲット {target}:{tport} ({health}) へ送る。{state} のターゲット {n} 個の間でラウンドロビン",
 		EN: "listener {port}/{proto} sends to target {target}:{tport} ({health}), round-robin over {n} {state} target(s)"},
+	HopPickedNLB: {
+		JA: "リスナー {port}/{proto} がターゲット {target}:{tport} ({health}) へ送る。{state} のターゲット {n} 個から選ぶ (本物の NLB は接続のフロー (プロトコル、送信元と宛先のアドレスとポート) のハッシュで選び、ラボは順番に選びます)",
+		EN: "listener {port}/{proto} sends to target {target}:{tport} ({health}), one of {n} {state} target(s) (a real NLB picks by a hash of the connection's flow: protocol, source and destination addresses and ports; the lab takes them in turn)"},
+	HopPickedFailOpen: {
+		JA: "リスナー {port}/{proto} がターゲット {target}:{tport} ({health}) へ送る。{n} 個のターゲットがどれもヘルスチェックに落ちているので、NLB はフェールオープンし、状態にかかわらず全部へ送ります",
+		EN: "listener {port}/{proto} sends to target {target}:{tport} ({health}): all {n} targets fail their health checks, so the NLB fails open and sends to every one of them"},
 	HopArrives: {
 		JA: "ノード {node} のポート {port} に届いた",
 		EN: "arrives at node {node} on port {port}"},
