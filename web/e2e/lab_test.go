@@ -178,7 +178,13 @@ func TestNodeInit(t *testing.T) {
 	// Node controller's question about the new VM stays held.
 	deadline := time.Now().Add(45 * time.Second)
 	for {
-		first := eval[string](t, b, `(() => { const w = window.ccmlab.store.waiting; return w.length ? w[0].action : ""; })()`)
+		// The button is rendered from the store a frame later, and a
+		// disabled button swallows a click: wait for both.
+		first := eval[string](t, b, `(() => {
+  const w = window.ccmlab.store.waiting;
+  const next = document.querySelector('[data-testid="stepmode-next"]');
+  return w.length && next && !next.disabled ? w[0].action : "";
+})()`)
 		if first != "" {
 			b.click(t, "stepmode-next")
 			if first == "RunInstances" {
