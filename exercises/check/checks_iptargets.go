@@ -45,11 +45,7 @@ func coveredBy(ip string, vpcCIDR string, routes []cloud.Route) string {
 // ip-mode load balancer is unhealthy because no route covers its IP;
 // "all" when every target is healthy and reachable.
 func evalIPTargetsReached(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcome {
-	svc, o, ok := e.service(ctx, c.Name)
-	if !ok {
-		return o
-	}
-	lb, o, ok := e.loadBalancer(svc)
+	lb, o, ok := e.serviceLB(ctx, c.Name)
 	if !ok {
 		return o
 	}
