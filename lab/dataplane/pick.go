@@ -17,9 +17,9 @@ import (
 // pickTarget is the load balancer's choice for one connection on listener
 // l: round-robin over the healthy targets; before the first health check
 // has finished, over those still "initial" (so a new load balancer works
-// at once); otherwise none, except that an NLB fails open to all. Targets registered on the listener's target
-// port serve it; if none are (ip mode may register each Pod on its own
-// port), all targets do.
+// at once); otherwise none, except that an NLB fails open to all of them.
+// Targets registered on the listener's target port serve it; if none are
+// (ip mode may register each Pod on its own port), all targets do.
 func pickTarget(lb *cloud.LoadBalancer, l cloud.Listener, pick func(string, int) int) (t cloud.Target, picked, fail i18n.Msg, ok bool) {
 	var pool []cloud.Target
 	for _, t := range lb.Targets {
@@ -34,6 +34,7 @@ func pickTarget(lb *cloud.LoadBalancer, l cloud.Listener, pick func(string, int)
 		fail = why(tracetext.NoTargets, "lb", lb.Name)
 		return cloud.Target{}, fail, fail, false
 	}
+	rr := fmt.Sprintf("lb/%s/%s/%d", lb.Name, l.Protocol, l.Port)
 	state := cloud.TargetHealthy
 	cands := filterTargets(pool, cloud.TargetHealthy)
 	if len(cands) == 0 {
@@ -46,7 +47,7 @@ func pickTarget(lb *cloud.LoadBalancer, l cloud.Listener, pick func(string, int)
 		// checks for Network Load Balancer target groups").
 		// Not to "unused" ones: those are not in service at all.
 		if all := filterTargets(pool, cloud.TargetUnhealthy); len(all) > 0 {
-			t = all[pick(fmt.Sprintf("lb/%s/%s/%d", lb.Name, l.Protocol, l.Port), len(all))]
+			t = all[pick(rr, len(all))]
 			picked = why(tracetext.HopPickedFailOpen, "port", itoa(l.Port), "proto", cmp.Or(l.Protocol, "TCP"), "target", t.ID, "tport", itoa(t.Port),
 				"health", string(t.Health), "n", strconv.Itoa(len(all)))
 			return t, picked, i18n.Msg{}, true
@@ -64,7 +65,7 @@ func pickTarget(lb *cloud.LoadBalancer, l cloud.Listener, pick func(string, int)
 		fail = why(tracetext.NoHealthyTargets, "lb", lb.Name, "targets", targets)
 		return cloud.Target{}, fail, fail, false
 	}
-	t = cands[pick(fmt.Sprintf("lb/%s/%s/%d", lb.Name, l.Protocol, l.Port), len(cands))]
+	t = cands[pick(rr, len(cands))]
 	key := tracetext.HopPicked
 	if lb.Kind == cloud.LBKindNetwork {
 		// An NLB hashes each TCP flow to a target; the lab still takes the

@@ -674,25 +674,30 @@ func (o *Observer) eligibleNodesLocked() int {
 }
 
 func (o *Observer) lbNameLocked(key string) string {
-	// A Service can own two names (the CCM's, and the load balancer
-	// controller's after an annotation changed hands): the one that exists
-	// in the cloud wins, then the first in order, never the map's whim.
 	var names []string
 	for name, owner := range o.lbOwner {
 		if owner == key {
 			names = append(names, name)
 		}
 	}
+	switch len(names) {
+	case 0:
+		return ""
+	case 1:
+		// The usual case, on the path of every recorded call: no lookup
+		// (LookupLoadBalancer copies every target).
+		return names[0]
+	}
+	// A Service can own two names (the CCM's, and the load balancer
+	// controller's after an annotation changed hands): the one that exists
+	// in the cloud wins, then the first in order, never the map's whim.
 	slices.Sort(names)
 	for _, name := range names {
 		if _, ok := o.cfg.Cloud.LookupLoadBalancer(name); ok {
 			return name
 		}
 	}
-	if len(names) > 0 {
-		return names[0]
-	}
-	return ""
+	return names[0]
 }
 
 func (o *Observer) remember(flowKey string, steps []Step) map[int]time.Time {
