@@ -59,14 +59,18 @@ type lab struct {
 }
 
 type timelineEntry struct {
-	at   time.Time
-	what string
+	at    time.Time
+	what  string
+	about string // the namespace/name of the one Service it concerns; "" for all
 }
 
 // note records a moment for lbHistory's failure output.
-func (l *lab) note(what string) {
+func (l *lab) note(what string) { l.noteAbout("", what) }
+
+// noteAbout records a moment that matters only to one Service's history.
+func (l *lab) noteAbout(service, what string) {
 	l.mu.Lock()
-	l.timeline = append(l.timeline, timelineEntry{time.Now(), what})
+	l.timeline = append(l.timeline, timelineEntry{time.Now(), what, service})
 	l.mu.Unlock()
 }
 
@@ -100,10 +104,14 @@ func newLab(t testing.TB, profileName string, enabled []string, opts ...labOpt) 
 	}
 	cfg := Config{
 		RestConfig: env.Config,
-		Cloud:      cl,
-		Profile:    prof,
-		Enabled:    enabled,
-		Logger:     slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		// The control plane's: nodes created over the whole package run
+		// get podCIDRs past 10.244.255.0/24, and routes outside the
+		// network the Route controller was given are never deleted.
+		ClusterCIDR: env.CP.ClusterCIDR(),
+		Cloud:       cl,
+		Profile:     prof,
+		Enabled:     enabled,
+		Logger:      slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
 	for _, o := range opts {
 		o(&cfg)

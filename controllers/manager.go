@@ -56,7 +56,10 @@ type Config struct {
 	// ClusterName tags load balancers; default "ccmlab".
 	ClusterName string
 	// ClusterCIDR is the Pod network (comma-separated for dual stack) the
-	// Route controller is responsible for; default "10.244.0.0/16".
+	// Route controller is responsible for; default "10.244.0.0/14", the
+	// embedded control plane's. It must match the controller-manager's
+	// --cluster-cidr: upstream's Route controller creates a route for every
+	// podCIDR but deletes only those inside this network.
 	ClusterCIDR string
 	// Enabled are the controllers on at start, as profile.ParseControllers
 	// returns them. Add-ons in Addons are on at start as well.
@@ -142,7 +145,7 @@ func (t *Tuning) setDefaults() {
 
 func (c *Config) setDefaults() {
 	c.ClusterName = cmp.Or(c.ClusterName, provider.DefaultClusterName)
-	c.ClusterCIDR = cmp.Or(c.ClusterCIDR, "10.244.0.0/16")
+	c.ClusterCIDR = cmp.Or(c.ClusterCIDR, "10.244.0.0/14")
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}

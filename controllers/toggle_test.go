@@ -14,7 +14,11 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
 	cloudprovider "k8s.io/cloud-provider"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 
@@ -91,6 +95,22 @@ func TestToggleChurn(t *testing.T) {
 		unsubscribe()
 		recorder.Wait()
 	}()
+	// What the apiserver saw of each Service (finalizer, deletion), for
+	// the same history.
+	watchCtx, stopWatch := context.WithCancel(l.ctx)
+	factory := informers.NewSharedInformerFactoryWithOptions(l.client, 0, informers.WithNamespace(l.ns))
+	if _, err := factory.Core().V1().Services().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { l.noteService("added", obj) },
+		UpdateFunc: func(_, obj any) { l.noteService("updated", obj) },
+		DeleteFunc: func(obj any) { l.noteService("gone", obj) },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	factory.Start(watchCtx.Done())
+	defer func() {
+		stopWatch()
+		factory.Shutdown()
+	}()
 	var churn sync.WaitGroup
 	churn.Go(func() { // Services come and go
 		rng := rand.New(rand.NewPCG(1, 2))
@@ -98,13 +118,13 @@ func TestToggleChurn(t *testing.T) {
 		for i := 0; ctx.Err() == nil; i++ {
 			if len(names) > 8 || (len(names) > 0 && rng.IntN(3) == 0) {
 				k := rng.IntN(len(names))
-				_ = l.client.CoreV1().Services(l.ns).Delete(ctx, names[k], metav1.DeleteOptions{})
-				l.note("deleted service " + names[k])
+				deleteService(ctx, l, names[k])
+				l.noteAbout(l.ns+"/"+names[k], "deleted service "+names[k])
 				names = slices.Delete(names, k, k+1)
 			} else {
 				name := fmt.Sprintf("churn-%d", i)
 				if _, err := l.client.CoreV1().Services(l.ns).Create(ctx, l.lbService(name, nil), metav1.CreateOptions{}); err == nil {
-					l.note("created service " + name)
+					l.noteAbout(l.ns+"/"+name, "created service "+name)
 					names = append(names, name)
 				}
 			}
@@ -279,6 +299,71 @@ func TestToggleChurn(t *testing.T) {
 	}
 }
 
+// deleteService deletes a Service the way that cannot lose its load
+// balancer. kube-apiserver v1.37 decides whether a Delete waits for
+// finalizers on the object it read first, then removes whatever is stored
+// (k8s.io/apiserver v0.37.2 pkg/registry/generic/registry/store.go,
+// Store.Delete): a finalizer the Service controller adds in between is
+// deleted with the object, and its load balancer is left behind with no
+// Service to clean it up (kubernetes/kubernetes#77988; the fix, #129768, was
+// reverted in #133979). That window is upstream's and a real cluster has
+// it; this test is about switches, so it closes the window on its side:
+// the Delete carries the resourceVersion it read, and a finalizer added
+// since makes it a Conflict, retried on the fresh object.
+func deleteService(ctx context.Context, l *lab, name string) {
+	for ctx.Err() == nil {
+		cur, err := l.client.CoreV1().Services(l.ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return
+		}
+		rv := cur.ResourceVersion
+		err = l.client.CoreV1().Services(l.ns).Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
+		if !apierrors.IsConflict(err) {
+			return
+		}
+	}
+}
+
+// routeHistory lists the route-controller's cloud calls of the last 12
+// seconds and every Node of the cluster (not only this lab's) with its
+// podCIDRs, so that a route table that does not converge can be explained
+// from the output.
+func routeHistory(l *lab) string {
+	var b strings.Builder
+	since := time.Now().Add(-12 * time.Second)
+	for _, c := range l.cloud.Calls(0) {
+		if c.Caller == Caller(profile.Route) && c.Time.After(since) {
+			fmt.Fprintf(&b, "\n    %s %s %s -> %s %s %s", c.Time.Format("15:04:05.000"), c.Action, c.Request, c.Result, c.ErrorCode, c.Error)
+		}
+	}
+	if nodes, err := l.client.CoreV1().Nodes().List(l.ctx, metav1.ListOptions{}); err == nil {
+		for _, n := range nodes.Items {
+			fmt.Fprintf(&b, "\n    node %s lab=%s podCIDRs=%v providerID=%s deleting=%t", n.Name, n.Labels[labLabel], n.Spec.PodCIDRs, n.Spec.ProviderID, n.DeletionTimestamp != nil)
+		}
+	}
+	for _, inst := range l.cloud.Snapshot().Instances {
+		fmt.Fprintf(&b, "\n    instance %s %s %s", inst.ID, inst.PrivateDNSName, inst.State)
+	}
+	for _, r := range l.cloud.Snapshot().Routes {
+		fmt.Fprintf(&b, "\n    route %s -> %s %s", r.DestinationCIDR, r.InstanceID, r.State)
+	}
+	return b.String()
+}
+
+// noteService records what a Service looks like after a change the
+// apiserver made: its finalizers, whether it is being deleted, its ingress.
+func (l *lab) noteService(what string, obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	s, ok := obj.(*v1.Service)
+	if !ok {
+		return
+	}
+	l.noteAbout(s.Namespace+"/"+s.Name, fmt.Sprintf("apiserver: service %s %s rv=%s finalizers=%v deleting=%t ingress=%q",
+		s.Name, what, s.ResourceVersion, s.Finalizers, s.DeletionTimestamp != nil, ingressOf(s)))
+}
+
 func sleepCtx(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -345,7 +430,7 @@ func (l *lab) converged() (bool, string) {
 	if len(lbs) > 0 {
 		var names []string
 		for n, lb := range lbs {
-			names = append(names, n+"("+lb.Tags[provider.TagServiceName]+")"+lbHistory(l, n))
+			names = append(names, n+"("+lb.Tags[provider.TagServiceName]+")"+lbHistory(l, n, lb.Tags[provider.TagServiceName]))
 		}
 		return false, "orphaned load balancers: " + strings.Join(names, " ")
 	}
@@ -356,7 +441,7 @@ func (l *lab) converged() (bool, string) {
 	slices.Sort(routes)
 	slices.Sort(podCIDRs)
 	if !slices.Equal(routes, podCIDRs) {
-		return false, fmt.Sprintf("routes %v, podCIDRs %v", routes, podCIDRs)
+		return false, fmt.Sprintf("routes %v, podCIDRs %v%s", routes, podCIDRs, routeHistory(l))
 	}
 	return true, ""
 }
@@ -365,11 +450,11 @@ func (l *lab) converged() (bool, string) {
 // what the test recorded (switches, Service creates and deletes) from a
 // second before the first call to a second after the last, so that an
 // orphan seen once under load can be explained from the test output.
-func lbHistory(l *lab, name string) string {
+func lbHistory(l *lab, name, service string) string {
 	var lines []timelineEntry
 	for _, c := range l.cloud.Calls(0) {
 		if slices.Contains(c.Resources, name) {
-			lines = append(lines, timelineEntry{c.Time, fmt.Sprintf("cloud %s by %s %s %s", c.Action, c.Caller, c.State, c.ErrorCode)})
+			lines = append(lines, timelineEntry{at: c.Time, what: fmt.Sprintf("cloud %s by %s %s %s", c.Action, c.Caller, c.State, c.ErrorCode)})
 		}
 	}
 	if len(lines) == 0 {
@@ -378,7 +463,7 @@ func lbHistory(l *lab, name string) string {
 	from, to := lines[0].at.Add(-time.Second), lines[len(lines)-1].at.Add(time.Second)
 	l.mu.Lock()
 	for _, e := range l.timeline {
-		if e.at.After(from) && e.at.Before(to) {
+		if e.at.After(from) && e.at.Before(to) && (e.about == "" || e.about == service) {
 			lines = append(lines, e)
 		}
 	}
