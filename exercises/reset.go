@@ -353,28 +353,12 @@ func (s *Service) deleteObjects(ctx context.Context, refs []format.ObjectRef) er
 	for _, ref := range refs {
 		switch ref.Kind {
 		case "Service":
-			svc, err := cs.CoreV1().Services(format.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				continue
-			}
+			deleted, err := s.deleteService(ctx, ref.Name)
 			if err != nil {
 				return err
 			}
-			// Only the controller that put a finalizer on can take it off
-			// (after deleting the load balancer): make sure it runs.
-			status := s.cfg.Env.Controllers.Status()
-			if slices.Contains(svc.Finalizers, flow.FinalizerLBCleanup) && !status[profile.Service] {
-				if err := s.cfg.Env.Controllers.Enable(profile.Service); err != nil {
-					return fmt.Errorf("switching the Service controller on to delete %s: %w", ref.Name, err)
-				}
-			}
-			if slices.Contains(svc.Finalizers, ccmnames.LBCFinalizer) && !status[ccmnames.AddonLBC] {
-				if err := s.cfg.Env.Controllers.Enable(ccmnames.AddonLBC); err != nil {
-					return fmt.Errorf("switching the lbc add-on on to delete %s: %w", ref.Name, err)
-				}
-			}
-			if err := cs.CoreV1().Services(format.Namespace).Delete(ctx, ref.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				return err
+			if !deleted {
+				continue
 			}
 			if err := s.waitFor(ctx, "Service "+ref.Name+" to be deleted", func() (bool, string, error) {
 				_, err := cs.CoreV1().Services(format.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
@@ -413,6 +397,50 @@ func (s *Service) deleteObjects(ctx context.Context, refs []format.ObjectRef) er
 		}
 	}
 	return nil
+}
+
+// deleteService deletes a Service of the exercise; it reports false when
+// there was none. The Delete carries the resourceVersion it read:
+// kube-apiserver v1.37 decides whether a Delete waits for finalizers on the
+// object it read first and then removes what is stored, so a finalizer the
+// Service controller adds in between would go with the Service and leave
+// its load balancer behind (kubernetes/kubernetes#77988, docs/aws.md). With
+// the precondition that turns into a Conflict, retried on the fresh object.
+func (s *Service) deleteService(ctx context.Context, name string) (bool, error) {
+	cs := s.cfg.Env.Client
+	for {
+		svc, err := cs.CoreV1().Services(format.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		// Only the controller that put a finalizer on can take it off
+		// (after deleting the load balancer): make sure it runs.
+		status := s.cfg.Env.Controllers.Status()
+		if slices.Contains(svc.Finalizers, flow.FinalizerLBCleanup) && !status[profile.Service] {
+			if err := s.cfg.Env.Controllers.Enable(profile.Service); err != nil {
+				return false, fmt.Errorf("switching the Service controller on to delete %s: %w", name, err)
+			}
+		}
+		if slices.Contains(svc.Finalizers, ccmnames.LBCFinalizer) && !status[ccmnames.AddonLBC] {
+			if err := s.cfg.Env.Controllers.Enable(ccmnames.AddonLBC); err != nil {
+				return false, fmt.Errorf("switching the lbc add-on on to delete %s: %w", name, err)
+			}
+		}
+		rv := svc.ResourceVersion
+		err = cs.CoreV1().Services(format.Namespace).Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
+		switch {
+		case apierrors.IsConflict(err):
+			continue
+		case apierrors.IsNotFound(err):
+			return false, nil
+		case err != nil:
+			return false, err
+		}
+		return true, nil
+	}
 }
 
 func ignoreNotFound(err error) error {
