@@ -5,6 +5,7 @@ package upstreamaws_test
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -42,6 +43,9 @@ func TestUpstreamProvider(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tw.Close()
+	// A CA bundle the user's environment names, here one that does not
+	// exist, would fail the SDK's config; SetProcessEnv drops it.
+	t.Setenv("AWS_CA_BUNDLE", filepath.Join(t.TempDir(), "no-such-bundle.pem"))
 	if err := upstreamaws.SetProcessEnv(tw.URL(), awsapi.DefaultAccessKeyID, awsapi.DefaultSecretAccessKey); err != nil {
 		t.Fatal(err)
 	}

@@ -190,8 +190,12 @@ func SetProcessEnv(tripwireURL, accessKeyID, secretAccessKey string) error {
 		}
 	}
 	// Profiles and shared config files of the user running the lab must
-	// not redirect the provider.
-	for _, k := range []string{"AWS_PROFILE", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE", "AWS_SESSION_TOKEN", "AWS_ROLE_ARN", "AWS_WEB_IDENTITY_TOKEN_FILE"} {
+	// not redirect the provider. AWS_CA_BUNDLE goes too: the lab's AWS API
+	// is plain HTTP on loopback, and the SDK would parse the bundle into a
+	// fresh certificate pool for every client it builds (a system bundle
+	// is ~1 MB of heap per controller, kept for the lab's life), or fail
+	// to start the CCM if the file named does not exist.
+	for _, k := range []string{"AWS_PROFILE", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE", "AWS_SESSION_TOKEN", "AWS_ROLE_ARN", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CA_BUNDLE"} {
 		os.Unsetenv(k)
 	}
 	return nil
