@@ -341,10 +341,11 @@ func routeHistory(l *lab) string {
 			fmt.Fprintf(&b, "\n    node %s lab=%s podCIDRs=%v providerID=%s deleting=%t", n.Name, n.Labels[labLabel], n.Spec.PodCIDRs, n.Spec.ProviderID, n.DeletionTimestamp != nil)
 		}
 	}
-	for _, inst := range l.cloud.Snapshot().Instances {
+	state := l.cloud.Snapshot()
+	for _, inst := range state.Instances {
 		fmt.Fprintf(&b, "\n    instance %s %s %s", inst.ID, inst.PrivateDNSName, inst.State)
 	}
-	for _, r := range l.cloud.Snapshot().Routes {
+	for _, r := range state.Routes {
 		fmt.Fprintf(&b, "\n    route %s -> %s %s", r.DestinationCIDR, r.InstanceID, r.State)
 	}
 	return b.String()

@@ -84,10 +84,7 @@ func TestExerciseClosedNodeGroup(t *testing.T) {
 	w.failsNow(t, id, "serve")
 	w.run(t, id, "serve", "create deployment")
 	w.run(t, id, "serve", "expose deployment")
-	testutil.Eventually(t, 90*time.Second, "gate-web answers through its ELB", func() (bool, string) {
-		tr := w.sendLB(t, "gate-web")
-		return tr.Status == 200, tr.Error
-	})
+	w.answeredByLB(t, "gate-web", 90*time.Second)
 	w.waitStep(t, id, "serve", 10*time.Second)
 
 	// What the student types: the rule on the nodes' group whose source
@@ -169,10 +166,7 @@ func TestExerciseIPTargetsRoutes(t *testing.T) {
 	w.failsNow(t, id, "ip-ok")
 	w.run(t, id, "ip-ok", "create deployment")
 	w.run(t, id, "ip-ok", "expose deployment")
-	testutil.Eventually(t, 90*time.Second, "reach answers through its NLB", func() (bool, string) {
-		tr := w.sendLB(t, "reach")
-		return tr.Status == 200, tr.Error
-	})
+	w.answeredByLB(t, "reach", 90*time.Second)
 	w.waitStep(t, id, "ip-ok", 30*time.Second)
 
 	// What the student does: the Route controller off, then the route of
