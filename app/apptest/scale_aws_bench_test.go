@@ -3,10 +3,12 @@
 package apptest
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/ccmlab/ccmlab/app/sim"
+	"github.com/ccmlab/ccmlab/internal/awslimits"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/controlplane/cptest"
 )
@@ -40,10 +43,16 @@ func scaleRunAWS(b *testing.B, n int) {
 	runEnv.Ctx = ctx
 	l := sim.DefaultLab()
 	l.Nodes = 0 // the benchmark launches them, at once
-	lab, up, err := ServeUpstream(&runEnv, l)
+	cfg, err := served(&runEnv, l)
 	if err != nil {
 		b.Fatal(err)
 	}
+	cfg.HeartbeatInterval = timing().Heartbeat
+	lab, err := start(&runEnv, cfg, sim.AWSProviderUpstream)
+	if err != nil {
+		b.Fatal(err)
+	}
+	up := lab.Upstream
 	rc := rest.CopyConfig(env.Config)
 	rc.QPS = -1
 	client, err := kubernetes.NewForConfig(rc)
@@ -86,7 +95,14 @@ func scaleRunAWS(b *testing.B, n int) {
 	close(next)
 	wg.Wait()
 	every := time.Duration(n) * time.Millisecond
-	pollEvery(b, 10*time.Minute, every, "services converged", func() (bool, string) { return convergedAWS(ctx, client, lab, n) })
+	var regTook time.Duration
+	pollEvery(b, 10*time.Minute, every, "services converged", func() (bool, string) {
+		p := convergedAWS(ctx, client, lab, n)
+		if p.registered && regTook == 0 {
+			regTook = time.Since(t1)
+		}
+		return p.healthy, p.state
+	})
 	svcTook := time.Since(t1)
 	svcPhase := bill.cut()
 	b.StopTimer()
@@ -100,16 +116,34 @@ func scaleRunAWS(b *testing.B, n int) {
 	all := mergePhases(nodePhase, svcPhase)
 	perNode, perSvc := float64(all.side(nodeSide))/float64(n), float64(all.side(serviceSide))/float64(n)
 	b.ReportMetric(float64(n)/nodesTook.Seconds(), "nodes/s")
+	b.ReportMetric(nodesTook.Seconds()*1000/float64(n), "ms/node")
+	b.ReportMetric(regTook.Seconds()*1000/float64(n), "ms/service")
 	b.ReportMetric((nodesTook + svcTook).Seconds(), "converge-s")
 	b.ReportMetric(perNode, "aws-calls/node")
 	b.ReportMetric(perSvc, "aws-calls/service")
 	b.ReportMetric(float64(all.lost), "aws-calls-lost")
 	b.ReportMetric(0, "ns/op")
 	// The per-action table, as lines benchtable -scale repeats.
-	fmt.Printf("scale: aws api %dx%d: nodes joined in %.1f s, Services converged in %.1f s\n", n, n, nodesTook.Seconds(), svcTook.Seconds())
-	fmt.Printf("scale: aws api %-58s %9s %9s %7s\n", "action", "per node", "per svc", "peak/s")
+	fmt.Printf("scale: aws api %dx%d (Lease every %s): nodes joined in %.1f s, Services registered in %.1f s, converged in %.1f s\n",
+		n, n, timing().Heartbeat, nodesTook.Seconds(), regTook.Seconds(), svcTook.Seconds())
+	fmt.Printf("scale: aws api %-54s %8s %8s %6s %13s %s\n", "action", "per node", "per svc", "peak/s", "AWS bucket", "on a real account")
+	throttled := throttling(all, t0)
 	for _, k := range slices.Sorted(maps.Keys(all.count)) {
-		fmt.Printf("scale: aws api %-58s %9.2f %9.2f %7d\n", k, float64(all.bySide[nodeSide][k])/float64(n), float64(all.bySide[serviceSide][k])/float64(n), all.peak[k])
+		bk, verdict := "?", "no published bucket"
+		if lim, ok := awslimits.Of(k); ok {
+			bk, verdict = fmt.Sprintf("%g + %g/s", lim.Capacity, lim.Refill), "within its bucket"
+			if th, ok := throttled[k]; ok {
+				verdict = fmt.Sprintf("throttled %d s in, %d calls refused", th.At, th.Refused)
+			}
+		}
+		fmt.Printf("scale: aws api %-54s %8.2f %8.2f %6d %13s %s\n", k, float64(all.bySide[nodeSide][k])/float64(n), float64(all.bySide[serviceSide][k])/float64(n), all.peak[k], bk, verdict)
+	}
+	if th, ok := throttled[elbAccountBucket]; ok {
+		fmt.Printf("scale: aws api %-54s %8s %8s %6s %13s throttled %d s in, %d calls refused\n",
+			"elasticloadbalancing:* (the account's bucket)", "", "", "", "40 + 10/s", th.At, th.Refused)
+	}
+	if first, ok := firstThrottled(throttled); ok {
+		fmt.Printf("scale: aws api %dx%d: throttled first on a real account: %s, %d s into the run\n", n, n, first, throttled[first].At)
 	}
 }
 
@@ -141,6 +175,14 @@ func mergePhases(ps ...billPhase) billPhase {
 		for k, v := range p.peak {
 			out.peak[k] = max(out.peak[k], v)
 		}
+		for k, secs := range p.perSec {
+			if out.perSec[k] == nil {
+				out.perSec[k] = map[int64]int{}
+			}
+			for sec, c := range secs {
+				out.perSec[k][sec] += c
+			}
+		}
 		out.lost += p.lost
 	}
 	return out
@@ -155,11 +197,11 @@ func (p billPhase) side(side string) int {
 }
 
 // convergedAWS: every Service has an ingress and a Classic ELB whose
-// instances are all n workers, healthy.
-func convergedAWS(ctx context.Context, client kubernetes.Interface, lab *Lab, n int) (bool, string) {
+// instances are all n workers (registered), healthy (converged).
+func convergedAWS(ctx context.Context, client kubernetes.Interface, lab *Lab, n int) progressOf {
 	svcs, err := client.CoreV1().Services("default").List(ctx, metav1.ListOptions{ResourceVersion: "0"})
 	if err != nil {
-		return false, err.Error()
+		return progressOf{state: err.Error()}
 	}
 	withIP := 0
 	for _, s := range svcs.Items {
@@ -168,21 +210,13 @@ func convergedAWS(ctx context.Context, client kubernetes.Interface, lab *Lab, n 
 		}
 	}
 	if withIP < n {
-		return false, fmt.Sprintf("%d of %d Services have an EXTERNAL-IP", withIP, n)
+		return progressOf{state: fmt.Sprintf("%d of %d Services have an EXTERNAL-IP", withIP, n)}
 	}
-	full := 0
+	var targets [][]cloud.Target
 	for _, lb := range lab.Cloud.AWSLoadBalancerViews() {
-		healthy := 0
-		for _, t := range lb.Targets {
-			if t.Health == cloud.TargetHealthy {
-				healthy++
-			}
-		}
-		if healthy >= n {
-			full++
-		}
+		targets = append(targets, lb.Targets)
 	}
-	return full >= n, fmt.Sprintf("%d of %d ELBs have all %d instances healthy", full, n, n)
+	return countTargets(targets, n, "ELBs", "instances")
 }
 
 // awsBill tallies the cloud's AWS API calls (those with a service: EC2,
@@ -267,4 +301,48 @@ func (bl *awsBill) cut() billPhase {
 	p := bl.cur
 	bl.cur = newPhase(p.lastSeq)
 	return p
+}
+
+// elbAccountBucket keys the bucket every ELB action shares.
+const elbAccountBucket = awslimits.ELBAccount
+
+// throttling replays every action's calls through its documented bucket,
+// and all ELB calls through the account's, from the run's start.
+func throttling(p billPhase, start time.Time) map[string]awslimits.Throttle {
+	out := map[string]awslimits.Throttle{}
+	elb := map[int64]int{}
+	for k, secs := range p.perSec {
+		if strings.HasPrefix(k, "elasticloadbalancing:") {
+			for s, c := range secs {
+				elb[s] += c
+			}
+		}
+		if b, ok := awslimits.Of(k); ok {
+			if th, ok := awslimits.Replay(b, secs, start.Unix()); ok {
+				out[k] = th
+			}
+		}
+	}
+	if b, ok := awslimits.Of(elbAccountBucket); ok {
+		if th, ok := awslimits.Replay(b, elb, start.Unix()); ok {
+			out[elbAccountBucket] = th
+		}
+	}
+	return out
+}
+
+// firstThrottled is the action refused earliest (ties: the one refused
+// most, then by name).
+func firstThrottled(th map[string]awslimits.Throttle) (string, bool) {
+	keys := slices.Sorted(maps.Keys(th))
+	if len(keys) == 0 {
+		return "", false
+	}
+	slices.SortStableFunc(keys, func(a, b string) int {
+		if c := cmp.Compare(th[a].At, th[b].At); c != 0 {
+			return c
+		}
+		return cmp.Compare(th[b].Refused, th[a].Refused)
+	})
+	return keys[0], true
 }

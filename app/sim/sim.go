@@ -46,6 +46,11 @@ type Config struct {
 	Nodes int
 	// CloudLatency delays every cloud call (slow-motion demos).
 	CloudLatency time.Duration
+	// HeartbeatInterval is how often each kubelet renews its Lease
+	// (kubelet.Config's; 0: the lab's 2.5 s). It must stay well inside the
+	// control plane's node-monitor-grace-period: a benchmark with
+	// upstream's timing gives 10 s here and 50 s there.
+	HeartbeatInterval time.Duration
 
 	// Controllers enabled at start, as profile.ParseControllers returns
 	// them (nil: none), and add-ons, as in controllers.Config.
@@ -103,6 +108,8 @@ func (c *Config) validate() error {
 		return errors.New("sim: Nodes must not be negative")
 	case c.CloudLatency < 0:
 		return errors.New("sim: CloudLatency must not be negative")
+	case c.HeartbeatInterval < 0:
+		return errors.New("sim: HeartbeatInterval must not be negative")
 	}
 	return nil
 }
@@ -200,6 +207,7 @@ func New(ctx context.Context, cfg Config) (_ *Sim, err error) {
 	kc := kubelet.Config{
 		Client: kubeletClient, Cloud: c, Profile: cfg.Profile, Logger: cfg.Logger.With("component", "kubelet"),
 		Logs: cfg.Logs, CACertPEM: cfg.CACertPEM, CAKeyPEM: cfg.CAKeyPEM,
+		HeartbeatInterval: cfg.HeartbeatInterval,
 	}
 	if cfg.ControlPlaneNode {
 		// The CCM runs as its DaemonSet's Pod on the control-plane node

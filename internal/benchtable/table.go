@@ -2,16 +2,20 @@ package benchtable
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 )
 
 // Results maps a benchmark name (without -GOMAXPROCS) to its metrics by
-// unit. A benchmark run more than once keeps its last figures.
+// unit. A benchmark run more than once (go test -count) has the median of
+// its runs' figures, each metric on its own: one slow run of a long
+// benchmark on a shared machine does not decide a budget.
 type Results map[string]map[string]float64
 
 var procSuffix = regexp.MustCompile(`-\d+$`)
@@ -19,7 +23,7 @@ var procSuffix = regexp.MustCompile(`-\d+$`)
 // Parse reads `go test -bench` output (plain or mixed with other lines)
 // and keeps every benchmark result line's metrics.
 func Parse(r io.Reader) (Results, error) {
-	res := Results{}
+	all := map[string]map[string][]float64{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1024*1024), 1024*1024)
 	for sc.Scan() {
@@ -42,11 +46,34 @@ func Parse(r io.Reader) (Results, error) {
 			}
 			m[f[i+1]] = v
 		}
-		if ok {
-			res[name] = m
+		if !ok {
+			continue
+		}
+		if all[name] == nil {
+			all[name] = map[string][]float64{}
+		}
+		for unit, v := range m {
+			all[name][unit] = append(all[name][unit], v)
+		}
+	}
+	res := Results{}
+	for name, m := range all {
+		res[name] = map[string]float64{}
+		for unit, vs := range m {
+			res[name][unit] = median(vs)
 		}
 	}
 	return res, sc.Err()
+}
+
+// median of vs (the mean of the middle two for an even count).
+func median(vs []float64) float64 {
+	vs = slices.Clone(vs)
+	slices.Sort(vs)
+	if len(vs)%2 == 1 {
+		return vs[len(vs)/2]
+	}
+	return (vs[len(vs)/2-1] + vs[len(vs)/2]) / 2
 }
 
 // Row is one budget with its figures; Missing says the run did not
@@ -83,10 +110,10 @@ func Rows(res Results, budgets []Budget) []Row {
 			r.Abs, r.HasA = res[b.Bench][b.Figure]
 		}
 		r.Met = true
-		if b.MaxRatio != 0 {
+		if b.MaxRatio != 0 || b.MinRatio != 0 {
 			if r.HasBase && r.Base > 0 {
 				r.Ratio, r.HasRatio = v/r.Base, true
-				r.Met = r.Ratio <= b.MaxRatio
+				r.Met = (b.MaxRatio == 0 || r.Ratio <= b.MaxRatio) && (b.MinRatio == 0 || r.Ratio >= b.MinRatio)
 			} else {
 				r.Met = false
 			}
@@ -122,6 +149,8 @@ func Write(w io.Writer, rows []Row) error {
 		switch {
 		case r.MaxRatio != 0:
 			limit = "<= " + num(r.MaxRatio) + "x"
+		case r.MinRatio != 0:
+			limit = ">= " + num(r.MinRatio) + "x"
 		case r.Max != 0:
 			limit = "<= " + num(r.Max)
 		case r.Min != 0:
@@ -140,13 +169,13 @@ func Write(w io.Writer, rows []Row) error {
 				base = num(r.Base) + " " + r.Baseline
 			}
 			if r.HasRatio {
-				base = r.BaselineBench + " " + r.Baseline
+				base = cmp.Or(r.BaselineBench, r.Bench) + " " + r.Baseline
 			}
 			verdict = "ok"
 			if !r.Met {
 				verdict = "OVER"
 			}
-			if r.Max == 0 && r.Min == 0 && r.MaxRatio == 0 {
+			if r.Max == 0 && r.Min == 0 && r.MaxRatio == 0 && r.MinRatio == 0 {
 				verdict = ""
 			}
 		}
