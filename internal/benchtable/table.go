@@ -21,39 +21,39 @@ type Results map[string]map[string]float64
 var procSuffix = regexp.MustCompile(`-\d+$`)
 
 // Parse reads `go test -bench` output (plain or mixed with other lines)
-// and keeps every benchmark result line's metrics.
+// and keeps every benchmark result line's metrics. A benchmark that writes
+// to stderr while it runs splits its line: go test prints the name before
+// the run and the figures after it, with the benchmark's own lines in
+// between, so figures without a name belong to the last name printed.
 func Parse(r io.Reader) (Results, error) {
 	all := map[string]map[string][]float64{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1024*1024), 1024*1024)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		// Name, iterations, then value-unit pairs.
-		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") || len(f)%2 != 0 {
-			continue
-		}
-		if _, err := strconv.Atoi(f[1]); err != nil {
-			continue
-		}
-		name := procSuffix.ReplaceAllString(f[0], "")
-		m := map[string]float64{}
-		ok := true
-		for i := 2; i+1 < len(f); i += 2 {
-			v, err := strconv.ParseFloat(f[i], 64)
-			if err != nil {
-				ok = false
-				break
-			}
-			m[f[i+1]] = v
-		}
-		if !ok {
-			continue
-		}
+	record := func(name string, m map[string]float64) {
+		name = procSuffix.ReplaceAllString(name, "")
 		if all[name] == nil {
 			all[name] = map[string][]float64{}
 		}
 		for unit, v := range m {
 			all[name][unit] = append(all[name][unit], v)
+		}
+	}
+	pending := ""
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1024*1024), 1024*1024)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		switch {
+		case len(f) > 0 && strings.HasPrefix(f[0], "Benchmark"):
+			if m, ok := figures(f[1:]); ok {
+				record(f[0], m)
+				pending = ""
+			} else {
+				pending = f[0]
+			}
+		case pending != "":
+			if m, ok := figures(f); ok {
+				record(pending, m)
+				pending = ""
+			}
 		}
 	}
 	res := Results{}
@@ -64,6 +64,26 @@ func Parse(r io.Reader) (Results, error) {
 		}
 	}
 	return res, sc.Err()
+}
+
+// figures parses what follows a result line's name: the iterations, then
+// value-unit pairs.
+func figures(f []string) (map[string]float64, bool) {
+	if len(f) < 3 || len(f)%2 != 1 {
+		return nil, false
+	}
+	if _, err := strconv.Atoi(f[0]); err != nil {
+		return nil, false
+	}
+	m := map[string]float64{}
+	for i := 1; i+1 < len(f); i += 2 {
+		v, err := strconv.ParseFloat(f[i], 64)
+		if err != nil {
+			return nil, false
+		}
+		m[f[i+1]] = v
+	}
+	return m, true
 }
 
 // median of vs (the mean of the middle two for an even count).
