@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ccmlab/ccmlab/internal/kube"
+	"github.com/ccmlab/ccmlab/internal/testutil"
 )
 
 // kwokNodesPerSecond is the node phase's baseline: KWOK (sigs.k8s.io/kwok,
@@ -46,16 +46,7 @@ func kwokNodesPerSecond(b *testing.B, n int) float64 {
 	defer cancel()
 	t := timing()
 	// KWOK renews at a quarter of the Lease's duration, as the kubelet.
-	leaseSeconds := strconv.Itoa(int(4 * t.Heartbeat / time.Second))
-	args := []string{"--kubeconfig", env.CP.KubeconfigPath(),
-		"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-		"--node-lease-duration-seconds=" + leaseSeconds, "--cidr=10.128.0.0/16", "--node-ip=10.128.0.1",
-		// KWOK logs every Lease renewal at INFO; the lab logs nothing at its
-		// default verbosity.
-		"-v=ERROR"}
-	if stages := os.Getenv("CCMLAB_KWOK_STAGES"); stages != "" {
-		args = append(args, "--config", stages)
-	}
+	args := testutil.KWOKArgs(env.CP.KubeconfigPath(), int(4*t.Heartbeat/time.Second), os.Getenv("CCMLAB_KWOK_STAGES"))
 	k := exec.CommandContext(ctx, bin, args...)
 	var out strings.Builder
 	k.Stdout, k.Stderr = &out, &out
@@ -75,27 +66,11 @@ func kwokNodesPerSecond(b *testing.B, n int) float64 {
 	readyAt := watchReady(ctx, b, client, "type=kwok", n)
 
 	t0 := time.Now()
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for range 16 {
-		wg.Go(func() {
-			for i := range next {
-				nd := &v1.Node{ObjectMeta: metav1.ObjectMeta{
-					Name:        fmt.Sprintf("kwok-%d", i),
-					Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
-					Labels:      map[string]string{"type": "kwok"},
-				}, Spec: v1.NodeSpec{Taints: []v1.Taint{{Key: "kwok.x-k8s.io/node", Value: "fake", Effect: v1.TaintEffectNoSchedule}}}}
-				if _, err := client.CoreV1().Nodes().Create(ctx, nd, metav1.CreateOptions{}); err != nil {
-					b.Error(err)
-				}
-			}
-		})
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	inParallel(n, func(i int) {
+		if _, err := client.CoreV1().Nodes().Create(ctx, testutil.KWOKNode(fmt.Sprintf("kwok-%d", i)), metav1.CreateOptions{}); err != nil {
+			b.Error(err)
+		}
+	})
 	poll(b, 5*time.Minute, "KWOK's Nodes Ready", func() (bool, string) { return !readyAt().IsZero(), "waiting" })
 	took := readyAt().Sub(t0)
 	if b.Failed() {

@@ -81,31 +81,12 @@ func scaleRunAWS(b *testing.B, n int) {
 	nodePhase := bill.cut()
 
 	t1 := time.Now()
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for range 16 {
-		wg.Go(func() {
-			for i := range next {
-				if _, err := client.CoreV1().Services("default").Create(ctx, lbService(i), metav1.CreateOptions{}); err != nil {
-					b.Error(err)
-				}
-			}
-		})
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	every := time.Duration(n) * time.Millisecond
-	var regTook time.Duration
-	pollEvery(b, 10*time.Minute, every, "services converged", func() (bool, string) {
-		p := convergedAWS(ctx, client, lab, n)
-		if p.registered && regTook == 0 {
-			regTook = time.Since(t1)
+	inParallel(n, func(i int) {
+		if _, err := client.CoreV1().Services("default").Create(ctx, lbService(i), metav1.CreateOptions{}); err != nil {
+			b.Error(err)
 		}
-		return p.healthy, p.state
 	})
+	regTook := pollServices(b, n, t1, func() progressOf { return convergedAWS(ctx, client, lab, n) })
 	svcTook := time.Since(t1)
 	// A node's bill includes its route, which the Route controller writes
 	// on its own period (and so, in a short run, possibly after the
@@ -147,16 +128,17 @@ func scaleRunAWS(b *testing.B, n int) {
 	for _, k := range slices.Sorted(maps.Keys(all.count)) {
 		bk, verdict := "?", "no published bucket"
 		if lim, ok := awslimits.Of(k); ok {
-			bk, verdict = fmt.Sprintf("%g + %g/s", lim.Capacity, lim.Refill), "within its bucket"
+			bk, verdict = lim.String(), "within its bucket"
 			if th, ok := throttled[k]; ok {
 				verdict = fmt.Sprintf("throttled %d s in, %d calls refused", th.At, th.Refused)
 			}
 		}
 		fmt.Printf("scale: aws api %-54s %8.2f %8.2f %6d %13s %s\n", k, float64(all.bySide[nodeSide][k])/float64(n), float64(all.bySide[serviceSide][k])/float64(n), all.peak[k], bk, verdict)
 	}
-	if th, ok := throttled[elbAccountBucket]; ok {
+	if th, ok := throttled[awslimits.ELBAccount]; ok {
+		lim, _ := awslimits.Of(awslimits.ELBAccount)
 		fmt.Printf("scale: aws api %-54s %8s %8s %6s %13s throttled %d s in, %d calls refused\n",
-			"elasticloadbalancing:* (the account's bucket)", "", "", "", "40 + 10/s", th.At, th.Refused)
+			awslimits.ELBAccount+" (the account's bucket)", "", "", "", lim, th.At, th.Refused)
 	}
 	if first, ok := firstThrottled(throttled); ok {
 		fmt.Printf("scale: aws api %dx%d: throttled first on a real account: %s, %d s into the run\n", n, n, first, throttled[first].At)
@@ -319,9 +301,6 @@ func (bl *awsBill) cut() billPhase {
 	return p
 }
 
-// elbAccountBucket keys the bucket every ELB action shares.
-const elbAccountBucket = awslimits.ELBAccount
-
 // throttling replays every action's calls through its documented bucket,
 // and all ELB calls through the account's, from the run's start.
 func throttling(p billPhase, start time.Time) map[string]awslimits.Throttle {
@@ -339,9 +318,9 @@ func throttling(p billPhase, start time.Time) map[string]awslimits.Throttle {
 			}
 		}
 	}
-	if b, ok := awslimits.Of(elbAccountBucket); ok {
+	if b, ok := awslimits.Of(awslimits.ELBAccount); ok {
 		if th, ok := awslimits.Replay(b, elb, start.Unix()); ok {
-			out[elbAccountBucket] = th
+			out[awslimits.ELBAccount] = th
 		}
 	}
 	return out

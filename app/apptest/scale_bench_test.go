@@ -132,35 +132,14 @@ func scaleRun(b *testing.B, n int) {
 	progress("%d nodes initialized in %s", n, nodesTook.Round(time.Millisecond))
 
 	t1 := time.Now()
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for range 16 {
-		wg.Go(func() {
-			for i := range next {
-				if _, err := client.CoreV1().Services("default").Create(ctx, lbService(i), metav1.CreateOptions{}); err != nil {
-					b.Error(err)
-				}
-			}
-		})
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	inParallel(n, func(i int) {
+		if _, err := client.CoreV1().Services("default").Create(ctx, lbService(i), metav1.CreateOptions{}); err != nil {
+			b.Error(err)
+		}
+	})
 	created := time.Since(t1)
 	progress("%d Services created in %s", n, created.Round(time.Millisecond))
-	// A look lists every Service: every 100 ms at 100, every second at
-	// 1,000, so the benchmark's own reads stay a small, equal share.
-	every := time.Duration(n) * time.Millisecond
-	var regTook time.Duration
-	pollEvery(b, 10*time.Minute, every, "services converged", func() (bool, string) {
-		p := converged(ctx, client, lab, n)
-		if p.registered && regTook == 0 {
-			regTook = time.Since(t1)
-		}
-		return p.healthy, p.state
-	})
+	regTook := pollServices(b, n, t1, func() progressOf { return converged(ctx, client, lab, n) })
 	svcTook := time.Since(t1)
 	progress("apiserver writes per Service while Services converged: %s", perUnit(apiserverRequests(ctx, client), before, n))
 	// Not time.Since(t0): the /metrics reads between the phases are the
@@ -201,6 +180,44 @@ type progressOf struct {
 	// healthy: every load balancer has all n targets healthy (converged).
 	healthy bool
 	state   string
+}
+
+// inParallel calls do(i) for every i below n from 16 goroutines: a
+// cluster's clients create their objects at once, not one by one.
+func inParallel(n int, do func(i int)) {
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range 16 {
+		wg.Go(func() {
+			for i := range next {
+				do(i)
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+}
+
+// pollServices polls look until every load balancer's targets are healthy
+// and returns how long after t1 they were all registered, the moment the
+// cost per Service is timed to (progressOf.registered).
+func pollServices(b *testing.B, n int, t1 time.Time, look func() progressOf) time.Duration {
+	b.Helper()
+	// A look lists every Service: every 100 ms at 100, every second at
+	// 1,000, so the benchmark's own reads stay a small, equal share.
+	every := time.Duration(n) * time.Millisecond
+	var regTook time.Duration
+	pollEvery(b, 10*time.Minute, every, "services converged", func() (bool, string) {
+		p := look()
+		if p.registered && regTook == 0 {
+			regTook = time.Since(t1)
+		}
+		return p.healthy, p.state
+	})
+	return regTook
 }
 
 // converged looks at every Service and load balancer. It reads the cloud

@@ -16,6 +16,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/ccmlab/ccmlab/internal/testutil"
 )
 
 // The footprint benchmarks measure processes from the outside, as a
@@ -184,16 +186,7 @@ func kwokCost(b *testing.B, kwok, stages string, n int) float64 {
 	time.Sleep(settle)
 	idleCPU := cpuPercent(window, p.cmd.Process.Pid)
 
-	args := []string{"--kubeconfig", filepath.Join(dir, "kubeconfig"),
-		"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-		"--node-lease-duration-seconds=10", "--cidr=10.128.0.0/16", "--node-ip=10.128.0.1",
-		// KWOK logs every lease renewal at INFO; the lab logs nothing at
-		// its default verbosity, so KWOK is measured quiet as well.
-		"-v=ERROR"}
-	if stages != "" {
-		args = append(args, "--config", stages)
-	}
-	k := exec.Command(kwok, args...)
+	k := exec.Command(kwok, testutil.KWOKArgs(filepath.Join(dir, "kubeconfig"), 10, stages)...)
 	var kout strings.Builder
 	k.Stdout, k.Stderr = &kout, &kout
 	if err := k.Start(); err != nil {
@@ -204,12 +197,7 @@ func kwokCost(b *testing.B, kwok, stages string, n int) float64 {
 	client := clientFor(b, dir)
 	ctx := context.Background()
 	for i := range n {
-		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
-			Name:        fmt.Sprintf("kwok-node-%d", i),
-			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
-			Labels:      map[string]string{"type": "kwok"},
-		}, Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "kwok.x-k8s.io/node", Value: "fake", Effect: corev1.TaintEffectNoSchedule}}}}
-		if _, err := client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		if _, err := client.CoreV1().Nodes().Create(ctx, testutil.KWOKNode(fmt.Sprintf("kwok-node-%d", i)), metav1.CreateOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}

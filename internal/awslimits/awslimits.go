@@ -1,6 +1,8 @@
 package awslimits
 
 import (
+	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -87,6 +89,9 @@ func Of(key string) (Bucket, bool) {
 	return Bucket{}, false
 }
 
+// String is the bucket as AWS's pages give it: capacity + refill per second.
+func (b Bucket) String() string { return fmt.Sprintf("%g + %g/s", b.Capacity, b.Refill) }
+
 // Throttle is what a bucket would have done to a run's calls.
 type Throttle struct {
 	// At is the first second (from the run's start) in which a call would
@@ -106,11 +111,7 @@ func Replay(b Bucket, perSecond map[int64]int, start int64) (Throttle, bool) {
 	if len(perSecond) == 0 {
 		return Throttle{}, false
 	}
-	secs := make([]int64, 0, len(perSecond))
-	for s := range perSecond {
-		secs = append(secs, s)
-	}
-	slices.Sort(secs)
+	secs := slices.Sorted(maps.Keys(perSecond))
 	tokens, last := b.Capacity, min(start, secs[0])
 	var th Throttle
 	throttled := false
