@@ -64,6 +64,9 @@ func TestFullDisk(t *testing.T) {
 		{"RecordAnswer", func() error { _, err := s.RecordAnswer(ctx, "review", long, 1, true, t0); return err }},
 		{"RecordStepAnswer", func() error { _, err := s.RecordStepAnswer(ctx, "no-ccm", "refused", long, true, t0); return err }},
 		{"Restart", func() error { return s.Restart(ctx, "exercise-"+long, t0) }},
+		{"BeginReset", func() error { return s.BeginReset(ctx, "exercise-"+long, []string{"no-ccm-" + long}, long, t0) }},
+		{"FailReset", func() error { return s.FailReset(ctx, "exercise-"+long, nil, "{}", long, t0) }},
+		{"EndReset resumed", func() error { return s.EndReset(ctx, "exercise-"+long, ResetResumed, long, t0) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := tc.write(); !datafs.IsFull(err) {

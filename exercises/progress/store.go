@@ -449,12 +449,15 @@ func (s *Store) FailReset(ctx context.Context, exercise string, keys []string, o
 func (s *Store) EndReset(ctx context.Context, exercise, state, note string, at time.Time) error {
 	if state == "" {
 		_, err := s.db.ExecContext(ctx, `DELETE FROM reset_state WHERE exercise = ?`, exercise)
-		return err
+		return fullErr(err)
 	}
 	return s.endReset(ctx, exercise, nil, state, "", note, at)
 }
 
-func (s *Store) endReset(ctx context.Context, exercise string, keys []string, state, options, note string, at time.Time) error {
+func (s *Store) endReset(ctx context.Context, exercise string, keys []string, state, options, note string, at time.Time) (err error) {
+	// A full disk must read as one (datafs.IsFull) here too: the reset
+	// that records itself first is refused with 507, not 500.
+	defer func() { err = fullErr(err) }()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err

@@ -7,4 +7,9 @@
 // cheaply, so the parts that write (the cloud's state file, the server's
 // space probe) take a Writer in their Config; Switch is a Writer that fails
 // like a full disk while a test says so.
+//
+// etcd keeps the cluster's objects in the data dir too, under a quota of
+// its own; once that is used up, the apiserver answers writes with etcd's
+// "database space exceeded", which IsEtcdFull recognises, and the API
+// answers it like a full disk.
 package datafs
