@@ -209,8 +209,9 @@ func (w *deadlineWriter) SetWriteDeadline(t time.Time) error {
 	return w.rc.SetWriteDeadline(t)
 }
 
-// Hijack hands the connection over with its deadlines: a websocket
-// bounds its own writes from then on.
+// Hijack hands the connection over (net/http clears its deadlines): the
+// hijacker, a websocket, bounds its own writes from then on, and no
+// deadline of this writer may land on it afterwards.
 func (w *deadlineWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	w.owned = true
 	return w.rc.Hijack()
