@@ -36,10 +36,9 @@ const (
 	DefaultMaxHeaderBytes = 32 << 10
 )
 
-// ServerConfig is one HTTP server of the lab. Zero timeouts take the
+// Timeouts bound what one connection may hold. Zero values take the
 // defaults above.
-type ServerConfig struct {
-	Handler http.Handler
+type Timeouts struct {
 	// ReadHeaderTimeout bounds reading a request's headers, from its
 	// first byte; a new connection that sends nothing is closed after it.
 	ReadHeaderTimeout time.Duration
@@ -63,6 +62,12 @@ type ServerConfig struct {
 	IdleTimeout time.Duration
 	// MaxHeaderBytes bounds a request's headers (431 past it).
 	MaxHeaderBytes int
+}
+
+// ServerConfig is one HTTP server of the lab.
+type ServerConfig struct {
+	Handler http.Handler
+	Timeouts
 
 	// Passed on to http.Server as they are.
 	BaseContext func(net.Listener) context.Context
@@ -70,7 +75,7 @@ type ServerConfig struct {
 	ErrorLog    *log.Logger
 }
 
-func (c *ServerConfig) defaults() {
+func (c *Timeouts) defaults() {
 	for _, d := range []struct {
 		v   *time.Duration
 		def time.Duration
@@ -89,11 +94,15 @@ func (c *ServerConfig) defaults() {
 	}
 }
 
-func (c *ServerConfig) validate() error {
+// Validate checks t (after defaults: zero values are taken as the
+// defaults).
+func (t Timeouts) Validate() error {
+	t.defaults()
+	return t.validate()
+}
+
+func (c *Timeouts) validate() error {
 	var errs []error
-	if c.Handler == nil {
-		errs = append(errs, errors.New("a handler is required"))
-	}
 	for _, d := range []struct {
 		name string
 		v    time.Duration
@@ -115,6 +124,15 @@ func (c *ServerConfig) validate() error {
 	if c.MaxHeaderBytes < 1<<10 || c.MaxHeaderBytes > 1<<20 {
 		errs = append(errs, fmt.Errorf("MaxHeaderBytes must be between 1 KiB and 1 MiB (0 takes the default), got %d", c.MaxHeaderBytes))
 	}
+	return errors.Join(errs...)
+}
+
+func (c *ServerConfig) validate() error {
+	var errs []error
+	if c.Handler == nil {
+		errs = append(errs, errors.New("a handler is required"))
+	}
+	errs = append(errs, c.Timeouts.validate())
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("httpguard: server config: %w", err)
 	}
@@ -124,7 +142,7 @@ func (c *ServerConfig) validate() error {
 // NewServer builds the http.Server every ccmlab server runs on, with the
 // bounds of cfg.
 func NewServer(cfg ServerConfig) (*http.Server, error) {
-	cfg.defaults()
+	cfg.Timeouts.defaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -220,3 +238,49 @@ func (w *deadlineWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // Unwrap lets http.ResponseController and websocket libraries reach the
 // connection (Hijack, SetReadDeadline).
 func (w *deadlineWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// BoundHijacked wraps w so that a connection hijacked through it (a
+// websocket the portal proxies) is closed when its client has sent
+// nothing for idle, and each write to it must end within write. The
+// connection has no CloseWrite: when the far side ends, the portal's
+// httputil.ReverseProxy then closes the client's connection at once,
+// rather than half-closing it and waiting, unbounded, for a client that
+// may never end its own side.
+func BoundHijacked(w http.ResponseWriter, idle, write time.Duration) http.ResponseWriter {
+	return &hijackBounder{ResponseWriter: w, idle: idle, write: write}
+}
+
+type hijackBounder struct {
+	http.ResponseWriter
+	idle, write time.Duration
+}
+
+func (h *hijackBounder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, brw, err := http.NewResponseController(h.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	return &boundedConn{Conn: c, idle: h.idle, write: h.write}, brw, nil
+}
+
+func (h *hijackBounder) Unwrap() http.ResponseWriter { return h.ResponseWriter }
+
+// boundedConn moves its deadlines on with each read and write.
+type boundedConn struct {
+	net.Conn
+	idle, write time.Duration
+}
+
+func (c *boundedConn) Read(b []byte) (int, error) {
+	if err := c.Conn.SetReadDeadline(time.Now().Add(c.idle)); err != nil {
+		return 0, err
+	}
+	return c.Conn.Read(b)
+}
+
+func (c *boundedConn) Write(b []byte) (int, error) {
+	if err := c.Conn.SetWriteDeadline(time.Now().Add(c.write)); err != nil {
+		return 0, err
+	}
+	return c.Conn.Write(b)
+}

@@ -2,13 +2,18 @@ package httpguard
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
 )
 
 // guard bounds every wait below; it turns a hang into a failure and is
@@ -23,15 +28,15 @@ func TestServerConfigValidate(t *testing.T) {
 		want string // "" = valid
 	}{
 		{"defaults", ServerConfig{Handler: ok}, ""},
-		{"no write timeout", ServerConfig{Handler: ok, WriteTimeout: Never}, ""},
+		{"no write timeout", ServerConfig{Handler: ok, Timeouts: Timeouts{WriteTimeout: Never}}, ""},
 		{"no handler", ServerConfig{}, "handler is required"},
-		{"negative read", ServerConfig{Handler: ok, ReadTimeout: -time.Second}, "ReadTimeout must be positive"},
-		{"never idle", ServerConfig{Handler: ok, IdleTimeout: Never}, "IdleTimeout must be positive"},
-		{"never header", ServerConfig{Handler: ok, ReadHeaderTimeout: Never}, "ReadHeaderTimeout must be positive"},
-		{"negative write", ServerConfig{Handler: ok, WriteTimeout: -2}, "WriteTimeout must be positive"},
-		{"header longer than request", ServerConfig{Handler: ok, ReadHeaderTimeout: time.Minute, ReadTimeout: time.Second}, "covers the headers too"},
-		{"tiny headers", ServerConfig{Handler: ok, MaxHeaderBytes: 100}, "MaxHeaderBytes"},
-		{"huge headers", ServerConfig{Handler: ok, MaxHeaderBytes: 2 << 20}, "MaxHeaderBytes"},
+		{"negative read", ServerConfig{Handler: ok, Timeouts: Timeouts{ReadTimeout: -time.Second}}, "ReadTimeout must be positive"},
+		{"never idle", ServerConfig{Handler: ok, Timeouts: Timeouts{IdleTimeout: Never}}, "IdleTimeout must be positive"},
+		{"never header", ServerConfig{Handler: ok, Timeouts: Timeouts{ReadHeaderTimeout: Never}}, "ReadHeaderTimeout must be positive"},
+		{"negative write", ServerConfig{Handler: ok, Timeouts: Timeouts{WriteTimeout: -2}}, "WriteTimeout must be positive"},
+		{"header longer than request", ServerConfig{Handler: ok, Timeouts: Timeouts{ReadHeaderTimeout: time.Minute, ReadTimeout: time.Second}}, "covers the headers too"},
+		{"tiny headers", ServerConfig{Handler: ok, Timeouts: Timeouts{MaxHeaderBytes: 100}}, "MaxHeaderBytes"},
+		{"huge headers", ServerConfig{Handler: ok, Timeouts: Timeouts{MaxHeaderBytes: 2 << 20}}, "MaxHeaderBytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv, err := NewServer(tc.cfg)
@@ -99,7 +104,7 @@ func closedByServer(t *testing.T, c net.Conn) string {
 func TestSlowBodyCut(t *testing.T) {
 	bodyErr := make(chan error, 1)
 	addr := serve(t, ServerConfig{
-		ReadHeaderTimeout: 100 * time.Millisecond, ReadTimeout: 300 * time.Millisecond,
+		Timeouts: Timeouts{ReadHeaderTimeout: 100 * time.Millisecond, ReadTimeout: 300 * time.Millisecond},
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			var v map[string]any
 			e := DecodeJSON(w, r, &v, DecodeOptions{})
@@ -130,8 +135,8 @@ func TestSlowBodyCut(t *testing.T) {
 // a kept-alive one that sends no next request after IdleTimeout.
 func TestIdleConnectionsClosed(t *testing.T) {
 	cfg := ServerConfig{
-		ReadHeaderTimeout: 100 * time.Millisecond, ReadTimeout: 200 * time.Millisecond, IdleTimeout: 300 * time.Millisecond,
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") }),
+		Timeouts: Timeouts{ReadHeaderTimeout: 100 * time.Millisecond, ReadTimeout: 200 * time.Millisecond, IdleTimeout: 300 * time.Millisecond},
+		Handler:  http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") }),
 	}
 	addr := serve(t, cfg)
 	t.Run("silent from the start", func(t *testing.T) {
@@ -168,7 +173,7 @@ func TestIdleConnectionsClosed(t *testing.T) {
 func TestWriteDeadlinePerWrite(t *testing.T) {
 	const wt = 200 * time.Millisecond
 	t.Run("slow handler streams on", func(t *testing.T) {
-		addr := serve(t, ServerConfig{WriteTimeout: wt, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		addr := serve(t, ServerConfig{Timeouts: Timeouts{WriteTimeout: wt}, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			for i := range 3 {
 				// The handler's own work (a held cloud call, a quiet
 				// log) outlasts the write timeout between writes.
@@ -189,7 +194,7 @@ func TestWriteDeadlinePerWrite(t *testing.T) {
 	})
 	t.Run("client that stops reading is cut", func(t *testing.T) {
 		writeErr := make(chan error, 1)
-		addr := serve(t, ServerConfig{WriteTimeout: wt, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		addr := serve(t, ServerConfig{Timeouts: Timeouts{WriteTimeout: wt}, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			chunk := make([]byte, 1<<20)
 			for {
 				if _, err := w.Write(chunk); err != nil {
@@ -214,7 +219,7 @@ func TestWriteDeadlinePerWrite(t *testing.T) {
 	})
 	t.Run("Never leaves writes unbounded", func(t *testing.T) {
 		h := &http.ServeMux{}
-		srv, err := NewServer(ServerConfig{WriteTimeout: Never, Handler: h})
+		srv, err := NewServer(ServerConfig{Timeouts: Timeouts{WriteTimeout: Never}, Handler: h})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -222,4 +227,65 @@ func TestWriteDeadlinePerWrite(t *testing.T) {
 			t.Fatal("Never still wraps the handler")
 		}
 	})
+}
+
+// A websocket proxied through BoundHijacked (as the portal proxies a
+// lab's /ws) is released when its client falls silent for the idle bound,
+// and at once when the far side ends: no stalled client holds the two
+// descriptors of a proxied connection past either.
+func TestBoundHijackedProxy(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		idle       time.Duration
+		backendEnd bool // the backend closes right after the upgrade
+	}{
+		{"silent client, silent backend: idle bound", 200 * time.Millisecond, false},
+		{"backend ends: released at once", 10 * guard, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			backendGone := make(chan struct{})
+			backend := serve(t, ServerConfig{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				defer close(backendGone)
+				c, err := websocket.Accept(w, r, nil)
+				if err != nil {
+					return
+				}
+				if tc.backendEnd {
+					_ = c.CloseNow()
+					return
+				}
+				// Wait until the proxy drops its side.
+				_, _, _ = c.Read(context.Background())
+			})})
+			target, _ := url.Parse("http://" + backend)
+			rp := httputil.NewSingleHostReverseProxy(target)
+			proxyDone := make(chan struct{}, 1)
+			proxy := serve(t, ServerConfig{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				rp.ServeHTTP(BoundHijacked(w, tc.idle, time.Second), r)
+				proxyDone <- struct{}{}
+			})})
+			c := dialRaw(t, proxy)
+			_ = c.SetDeadline(time.Now().Add(guard))
+			if _, err := io.WriteString(c, "GET /ws HTTP/1.1\r\nHost: "+proxy+"\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
+				"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"); err != nil {
+				t.Fatal(err)
+			}
+			res, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil || res.StatusCode != http.StatusSwitchingProtocols {
+				t.Fatalf("upgrade through the proxy: %v %v", res, err)
+			}
+			// The client never reads or writes again.
+			select {
+			case <-proxyDone:
+			case <-time.After(guard):
+				t.Fatal("the proxy still holds the connection")
+			}
+			select {
+			case <-backendGone:
+			case <-time.After(guard):
+				t.Fatal("the backend's connection is still open")
+			}
+			closedByServer(t, c)
+		})
+	}
 }

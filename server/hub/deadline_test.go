@@ -53,7 +53,7 @@ func serveHub(t *testing.T, srv *http.Server) (*Hub, string) {
 // what bound it.
 func TestHubOutlivesServerDeadlines(t *testing.T) {
 	const d = 50 * time.Millisecond
-	guarded, err := httpguard.NewServer(httpguard.ServerConfig{Handler: http.NotFoundHandler(), ReadHeaderTimeout: d, ReadTimeout: d, WriteTimeout: d, IdleTimeout: d})
+	guarded, err := httpguard.NewServer(httpguard.ServerConfig{Handler: http.NotFoundHandler(), Timeouts: httpguard.Timeouts{ReadHeaderTimeout: d, ReadTimeout: d, WriteTimeout: d, IdleTimeout: d}})
 	if err != nil {
 		t.Fatal(err)
 	}
