@@ -122,6 +122,9 @@ func (c *Cloud) CreateELB(ctx context.Context, in CreateELBInput) (string, error
 		if err != nil {
 			return "", err
 		}
+		if err := c.checkELBListeners(in.Name, 0, len(ls)); err != nil {
+			return "", err
+		}
 		scheme := in.Scheme
 		if scheme == "" {
 			scheme = SchemeInternetFacing
@@ -140,6 +143,13 @@ func (c *Cloud) CreateELB(ctx context.Context, in CreateELBInput) (string, error
 				return "exists: " + dns, nil
 			}
 			return "", errorf(ErrDuplicateLB, "Load balancer name '%s' already exists with different listeners", in.Name)
+		}
+		if q := c.cfg.Quotas.ClassicLoadBalancers; len(c.aws.elbs) >= q {
+			return "", quotaError(ErrTooManyLoadBalancers, descClassicTooManyLBs, fmt.Sprintf("this lab allows %d Classic Load Balancers (AWS's default quota per Region)", q),
+				fmt.Sprintf("%d exist", len(c.aws.elbs)), "Delete one (or its Service) first.")
+		}
+		if err := c.checkSocketsLocked(ErrTooManyLoadBalancers, descClassicTooManyLBs, 0, len(ls)); err != nil {
+			return "", err
 		}
 		zones, err := c.subnetZonesLocked(in.Subnets)
 		if err != nil {
@@ -166,6 +176,18 @@ func (c *Cloud) CreateELB(ctx context.Context, in CreateELBInput) (string, error
 		return dns, nil
 	})
 	return dns, err
+}
+
+// checkELBListeners applies the listeners-per-Classic-Load-Balancer quota.
+// The Classic API reference documents no code of its own for it: the lab
+// answers InvalidConfigurationRequest, which CreateLoadBalancer and
+// CreateLoadBalancerListeners document for a configuration they refuse.
+func (c *Cloud) checkELBListeners(name string, have, add int) error {
+	if q := c.cfg.Quotas.ClassicListenersPerELB; have+add > q {
+		return quotaError(ErrInvalidConfiguration, descInvalidConfig, fmt.Sprintf("this lab allows %d listeners per Classic Load Balancer (AWS's default quota)", q),
+			fmt.Sprintf("'%s' would have %d", name, have+add), "Give the Service fewer ports.")
+	}
+	return nil
 }
 
 // EventELB is published when a classic or network load balancer (or one
@@ -278,11 +300,19 @@ func (c *Cloud) ELBCreateListeners(ctx context.Context, name string, ls []ELBLis
 				return "", errorf(ErrDuplicateListener, "A listener already exists for %s with LoadBalancerPort %d", name, l.Port)
 			}
 		}
+		var add []ELBListener
 		for _, l := range nls {
 			if !slices.Contains(lb.Listeners, l) {
-				lb.Listeners = append(lb.Listeners, l)
+				add = append(add, l)
 			}
 		}
+		if err := c.checkELBListeners(name, len(lb.Listeners), len(add)); err != nil {
+			return "", err
+		}
+		if err := c.checkSocketsLocked(ErrInvalidConfiguration, descInvalidConfig, 0, len(add)); err != nil {
+			return "", err
+		}
+		lb.Listeners = append(lb.Listeners, add...)
 		return fmt.Sprintf("%d listeners", len(lb.Listeners)), nil
 	})
 }

@@ -143,6 +143,10 @@ func (c *Cloud) CreateNLB(ctx context.Context, in CreateNLBInput) (NLB, error) {
 				return "exists: " + lb.ARN, nil
 			}
 		}
+		if q := c.cfg.Quotas.NetworkLoadBalancers; len(c.aws.nlbs) >= q {
+			return "", quotaError(ErrTooManyLoadBalancers, descTooManyLBs, fmt.Sprintf("this lab allows %d Network Load Balancers (AWS's default quota per Region)", q),
+				fmt.Sprintf("%d exist", len(c.aws.nlbs)), "Delete one (or its Service) first.")
+		}
 		zones, err := c.subnetZonesLocked(in.Subnets)
 		if err != nil {
 			return "", err
@@ -282,6 +286,10 @@ func (c *Cloud) CreateTargetGroup(ctx context.Context, in TargetGroup) (TargetGr
 				out = tg.clone()
 				return "exists: " + tg.ARN, nil
 			}
+		}
+		if q := c.cfg.Quotas.TargetGroups; len(c.aws.tgs) >= q {
+			return "", quotaError(ErrTooManyTargetGroups, descTooManyTGs, fmt.Sprintf("this lab allows %d target groups (AWS's default quota per Region is 3,000)", q),
+				fmt.Sprintf("%d exist", len(c.aws.tgs)), "Delete target groups no listener uses first.")
 		}
 		tg := in.clone()
 		tg.ARN = c.arnLocked("targetgroup", in.Name)
@@ -426,14 +434,20 @@ func (c *Cloud) RegisterTGTargets(ctx context.Context, arn string, ts []TGTarget
 				return "", errorf(ErrInvalidTarget, "The following targets are not valid instances: '%s'", t.ID)
 			}
 		}
+		var add []TGTarget
 		for _, t := range ts {
 			if t.Port == 0 {
 				t.Port = tg.Port
 			}
-			if !slices.Contains(tg.Targets, t) {
-				tg.Targets = append(tg.Targets, t)
+			if !slices.Contains(tg.Targets, t) && !slices.Contains(add, t) {
+				add = append(add, t)
 			}
 		}
+		if q := c.cfg.Quotas.TargetsPerTargetGroup; len(tg.Targets)+len(add) > q {
+			return "", quotaError(ErrTooManyTargets, descTooManyTargets, fmt.Sprintf("this lab allows %d targets per target group (AWS's default quota)", q),
+				fmt.Sprintf("'%s' has %d and this call would add %d", tg.Name, len(tg.Targets), len(add)), "Deregister targets first.")
+		}
+		tg.Targets = append(tg.Targets, add...)
 		slices.SortFunc(tg.Targets, func(a, b TGTarget) int { return strings.Compare(a.ID, b.ID) })
 		return fmt.Sprintf("%d targets", len(tg.Targets)), nil
 	})
@@ -541,10 +555,21 @@ func (c *Cloud) CreateListener(ctx context.Context, in NLBListener) (NLBListener
 		if in.Port < 1 || in.Port > 65535 {
 			return "", errorf(ErrValidation, "Port %d must be between 1 and 65535", in.Port)
 		}
+		have := 0
 		for _, l := range c.aws.lsns {
 			if l.LBARN == in.LBARN && l.Port == in.Port {
 				return "", errorf(ErrDuplicateListener, "A listener already exists on this port for this load balancer")
 			}
+			if l.LBARN == in.LBARN {
+				have++
+			}
+		}
+		if q := c.cfg.Quotas.NetworkListenersPerLB; have >= q {
+			return "", quotaError(ErrTooManyListeners, descTooManyListeners, fmt.Sprintf("this lab allows %d listeners per Network Load Balancer (AWS's default quota)", q),
+				fmt.Sprintf("it has %d", have), "Give the Service fewer ports.")
+		}
+		if err := c.checkSocketsLocked(ErrTooManyListeners, descTooManyListeners, 0, sockets(in.Protocol)); err != nil {
+			return "", err
 		}
 		l := in
 		l.ARN = c.arnLocked("listener/net", in.LBARN[strings.LastIndex(in.LBARN, "net/")+4:])
@@ -603,6 +628,10 @@ func (c *Cloud) ModifyListener(ctx context.Context, arn string, fn func(*NLBList
 		tg, ok := c.aws.tgs[nl.TargetGroupARN]
 		if !ok {
 			return "", errorf(ErrTargetGroupNotFound, "Target groups '%s' not found", nl.TargetGroupARN)
+		}
+		// A UDP listener made TCP takes a socket.
+		if err := c.checkSocketsLocked(ErrTooManyListeners, descTooManyListeners, sockets(l.Protocol), sockets(nl.Protocol)); err != nil {
+			return "", err
 		}
 		*l = nl
 		if !slices.Contains(tg.LoadBalancerARNs, l.LBARN) {

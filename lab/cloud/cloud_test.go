@@ -43,7 +43,8 @@ func TestCallLogRing(t *testing.T) {
 }
 
 func TestSubscribeSlowSubscriberDoesNotBlock(t *testing.T) {
-	c := newTestCloud(t, nil)
+	// 300 load balancers: past the default quotas, which are not this test's.
+	c := newTestCloud(t, func(cfg *Config) { cfg.Quotas = ScaleQuotas(300) })
 	slow, cancelSlow := c.Subscribe(1) // never read
 	fast, cancelFast := c.Subscribe(10000)
 
@@ -124,6 +125,7 @@ func TestConcurrentCalls(t *testing.T) {
 	c := newTestCloud(t, func(cfg *Config) {
 		cfg.StatePath = t.TempDir() + "/state.json"
 		cfg.CallLogSize = 100000
+		cfg.Quotas = ScaleQuotas(16 * 40) // every worker's load balancers may stay
 	})
 	events, cancel := c.Subscribe(64)
 	defer cancel()

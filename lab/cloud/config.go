@@ -53,6 +53,9 @@ type Config struct {
 	ClusterID string // default "ccmlab"
 	// CallLogSize bounds the call log ring buffer.
 	CallLogSize int // default 5000
+	// Quotas are the account's service quotas (quotas.go); a zero field
+	// takes DefaultQuotas' value.
+	Quotas Quotas
 }
 
 const (
@@ -113,6 +116,7 @@ func (c *Config) setDefaults() {
 	if c.CallLogSize == 0 {
 		c.CallLogSize = defaultCallLogSize
 	}
+	c.Quotas.setDefaults()
 }
 
 // validate checks a Config after defaults are applied and says what is wrong
@@ -174,6 +178,9 @@ func (c *Config) validate() error {
 	}
 	if c.CallLogSize < 1 {
 		errs = append(errs, fmt.Errorf("call log size %d: must be positive", c.CallLogSize))
+	}
+	if err := c.Quotas.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("cloud: invalid config: %w", err)

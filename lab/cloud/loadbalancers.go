@@ -166,6 +166,9 @@ func (c *Cloud) CreateLoadBalancer(ctx context.Context, in CreateLoadBalancerInp
 		if err != nil {
 			return "", err
 		}
+		if err := c.checkListenersPerLB(len(ls)); err != nil {
+			return "", err
+		}
 		if tt != TargetTypeInstance && tt != TargetTypeIP {
 			return "", errorf(ErrValidation, "Target type '%s' must be one of [instance, ip]", tt)
 		}
@@ -180,6 +183,13 @@ func (c *Cloud) CreateLoadBalancer(ctx context.Context, in CreateLoadBalancerInp
 		defer c.mu.Unlock()
 		if _, dup := c.lbs[in.Name]; dup {
 			return "", errorf(ErrDuplicateLB, "A load balancer with the name '%s' already exists", in.Name)
+		}
+		if q := c.cfg.Quotas.LoadBalancers; len(c.lbs) >= q {
+			return "", quotaError(ErrTooManyLoadBalancers, descTooManyLBs, fmt.Sprintf("this lab allows %d load balancers", q),
+				fmt.Sprintf("%d exist", len(c.lbs)), "Delete one (or its Service) first.")
+		}
+		if err := c.checkSocketsLocked(ErrTooManyListeners, descTooManyListeners, 0, socketListeners(ls)); err != nil {
+			return "", err
 		}
 		lb := &LoadBalancer{
 			Name:       in.Name,
@@ -204,6 +214,16 @@ func (c *Cloud) CreateLoadBalancer(ctx context.Context, in CreateLoadBalancerInp
 		return "ingress=" + cmp.Or(lb.DNSName, lb.IP), nil
 	})
 	return out, err
+}
+
+// checkListenersPerLB applies the per-load-balancer listener quota of the
+// lab's own load balancers.
+func (c *Cloud) checkListenersPerLB(n int) error {
+	if q := c.cfg.Quotas.ListenersPerLoadBalancer; n > q {
+		return quotaError(ErrTooManyListeners, descTooManyListeners, fmt.Sprintf("this lab allows %d listeners per load balancer", q),
+			fmt.Sprintf("this call asks for %d", n), "Give the Service fewer ports.")
+	}
+	return nil
 }
 
 // randDigits gives the 10-digit suffix that makes LB DNS names unguessable,
@@ -266,10 +286,16 @@ func (c *Cloud) SetListeners(ctx context.Context, name string, ls []Listener) (L
 		if err != nil {
 			return "", err
 		}
+		if err := c.checkListenersPerLB(len(nls)); err != nil {
+			return "", err
+		}
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		lb, err := c.lbLocked(name)
 		if err != nil {
+			return "", err
+		}
+		if err := c.checkSocketsLocked(ErrTooManyListeners, descTooManyListeners, socketListeners(lb.Listeners), socketListeners(nls)); err != nil {
 			return "", err
 		}
 		lb.Listeners = nls
@@ -341,6 +367,10 @@ func (c *Cloud) RegisterTargets(ctx context.Context, name string, ts []Target) e
 			merged = append(merged, t)
 		}
 		added := len(fresh)
+		if q := c.cfg.Quotas.TargetsPerLoadBalancer; len(lb.Targets)+added > q {
+			return "", quotaError(ErrTooManyTargets, descTooManyTargets, fmt.Sprintf("this lab allows %d targets per load balancer", q),
+				fmt.Sprintf("'%s' has %d and this call would add %d", name, len(lb.Targets), added), "Deregister targets first.")
+		}
 		if added > 0 {
 			slices.SortFunc(merged, compareTargets)
 			lb.Targets = merged
