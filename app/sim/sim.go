@@ -23,6 +23,7 @@ import (
 	"github.com/ccmlab/ccmlab/lab/flow"
 	"github.com/ccmlab/ccmlab/lab/history"
 	"github.com/ccmlab/ccmlab/lab/kubelet"
+	"github.com/ccmlab/ccmlab/lab/podruntime"
 	"github.com/ccmlab/ccmlab/lab/profile"
 )
 
@@ -204,10 +205,25 @@ func New(ctx context.Context, cfg Config) (_ *Sim, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// The data plane answers requests that reach a Pod through the
+	// container runtime, which sends its Pods' requests through the data
+	// plane: the runtime comes second, behind a closure.
+	var rt *podruntime.Runtime
+	if s.Dataplane, err = dataplane.New(dataplane.Config{
+		Client: s.Client, Cloud: c, Profile: cfg.Profile, Logger: cfg.Logger,
+		OnDeliver: accessLog(cfg.Logs, time.Now),
+		Serve:     func(r dataplane.ServeRequest) (dataplane.ServeResult, error) { return rt.Serve(r) },
+	}); err != nil {
+		return nil, err
+	}
+	if rt, err = podruntime.New(podruntime.Config{Network: s.Dataplane, Logger: cfg.Logger.With("component", "runtime")}); err != nil {
+		return nil, err
+	}
 	kc := kubelet.Config{
 		Client: kubeletClient, Cloud: c, Profile: cfg.Profile, Logger: cfg.Logger.With("component", "kubelet"),
 		Logs: cfg.Logs, CACertPEM: cfg.CACertPEM, CAKeyPEM: cfg.CAKeyPEM,
 		HeartbeatInterval: cfg.HeartbeatInterval,
+		Containers:        rt, // every Pod's containers but mirror Pods' and the CCM's
 	}
 	if cfg.ControlPlaneNode {
 		// The CCM runs as its DaemonSet's Pod on the control-plane node
@@ -227,12 +243,6 @@ func New(ctx context.Context, cfg Config) (_ *Sim, err error) {
 		mc.Switch = s.switchCCM // the switches patch the CCM's DaemonSet
 	}
 	if s.Manager, err = controllers.NewManager(mc); err != nil {
-		return nil, err
-	}
-	if s.Dataplane, err = dataplane.New(dataplane.Config{
-		Client: s.Client, Cloud: c, Profile: cfg.Profile, Logger: cfg.Logger,
-		OnDeliver: accessLog(cfg.Logs, time.Now),
-	}); err != nil {
 		return nil, err
 	}
 	if s.Observer, err = flow.New(flow.Config{

@@ -15,7 +15,7 @@ var Layers = [][]string{
 	{"lab/profile", "lab/ccmnames", "lab/flow/flowtext", "lab/dataplane/tracetext"},
 	{"lab/cloud", "lab/controlplane"},
 	{"lab/kubelet", "lab/dataplane", "lab/controlplane/cptest", "lab/awsapi/..."},
-	{"lab/flow", "lab/history", "lab/flow/upstreamflow"},
+	{"lab/flow", "lab/history", "lab/flow/upstreamflow", "lab/podruntime"},
 	{"controllers/..."},
 	{"app/sim"},
 	{"exercises/format"},

@@ -41,6 +41,12 @@ type Config struct {
 	// OnDeliver hears every request delivered to a Pod (accesslog.go);
 	// optional, called on the request's goroutine, must not block.
 	OnDeliver func(Delivery)
+	// Serve answers a request that reached a Pod as the Pod's processes
+	// do (lab/podruntime); optional, called on the request's goroutine.
+	// ErrNotListening refuses the connection; ErrNotServed (or no Serve)
+	// lets the data plane answer for the Pod itself (pod.go), and only
+	// then is OnDeliver called: a process writes its own access log.
+	Serve func(ServeRequest) (ServeResult, error)
 	// ListenHost is the address load balancer listeners bind to, each on a
 	// free port. Default 127.0.0.1: the listeners are for the student's own
 	// machine.

@@ -74,6 +74,10 @@ func nginxVersion(image string) (string, bool) {
 	return defaultNginxVersion, true
 }
 
+// NginxWelcome is nginx's default index.html (the lab's nginx serves it
+// from its container's files).
+const NginxWelcome = nginxWelcome
+
 const nginxWelcome = `<!DOCTYPE html>
 <html>
 <head>
@@ -117,6 +121,13 @@ func nginxAnswer(version, method, path string) answer {
 	h.Set("Content-Type", "text/html")
 	return answer{status: status, header: h, body: []byte(body)}
 }
+
+// NginxVersion reports whether image is an nginx image and the version
+// its Server header shows.
+func NginxVersion(image string) (string, bool) { return nginxVersion(image) }
+
+// NginxErrorPage is nginx's built-in error page.
+func NginxErrorPage(title, version string) string { return nginxError(title, version) }
 
 func nginxError(title, version string) string {
 	return fmt.Sprintf("<html>\n<head><title>%s</title></head>\n<body>\n<center><h1>%s</h1></center>\n<hr><center>nginx/%s</center>\n</body>\n</html>\n", title, title, version)

@@ -119,9 +119,9 @@ func (d *Dataplane) route(r Request, method, path string) (Trace, answer, error)
 	if got.pod == nil {
 		return tr, failureAnswer(tr), nil
 	}
-	a := podAnswer(got.pod, got.port, method, path, &tr)
-	tr.Status = a.status
-	d.delivered(got.pod, got.port, &tr, method, path, r.httpReq, a)
+	// A Pod whose process does not listen refuses: the trace says so
+	// and the answer is the failure's.
+	a, _ := d.answer(got.pod, got.port, &tr, method, path, nil, nil, r.httpReq) // frompod.go
 	return tr, a, nil
 }
 

@@ -59,6 +59,10 @@ type Config struct {
 	// container exits (defaults 10s and 300s, the kubelet's).
 	Runtime                       Runtime
 	CrashBackoff, MaxCrashBackoff time.Duration
+	// Containers runs the containers of every other Pod but mirror Pods
+	// (containers.go); optional: without it they are reported running
+	// with no process behind them.
+	Containers PodRuntime
 
 	Clock  clock.WithTicker // default clock.RealClock{}
 	Logger *slog.Logger     // default slog.Default()

@@ -2,6 +2,7 @@ package kubelet
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -110,5 +111,37 @@ func (e *eventSink) killing(pod *v1.Pod) {
 		for _, c := range pod.Spec.Containers {
 			r.Event(containerRef(pod, c.Name), v1.EventTypeNormal, "Killing", fmt.Sprintf("Stopping container %s", c.Name))
 		}
+	}
+}
+
+// restarting records a container's restart: the image is on the node
+// already (pkg/kubelet/images, v1.37's message), then Created and Started.
+func (e *eventSink) restarting(pod *v1.Pod, c, image string) {
+	if r := e.recorder(pod.Spec.NodeName); r != nil {
+		ref := containerRef(pod, c)
+		r.Event(ref, v1.EventTypeNormal, "Pulled", fmt.Sprintf("Container image %q already present on machine", image))
+		r.Event(ref, v1.EventTypeNormal, "Created", "Container created")
+		r.Event(ref, v1.EventTypeNormal, "Started", "Container started")
+	}
+}
+
+// backOffs records BackOff for each container that went into back-off
+// with this status (pkg/kubelet/kuberuntime, v1.37's message).
+func (e *eventSink) backOffs(old, updated *v1.Pod) {
+	r := e.recorder(old.Spec.NodeName)
+	if r == nil {
+		return
+	}
+	was := map[string]int32{}
+	for _, s := range append(slices.Clone(old.Status.InitContainerStatuses), old.Status.ContainerStatuses...) {
+		if s.State.Waiting != nil && s.State.Waiting.Reason == "CrashLoopBackOff" {
+			was[s.Name] = s.RestartCount + 1
+		}
+	}
+	for _, s := range append(slices.Clone(updated.Status.InitContainerStatuses), updated.Status.ContainerStatuses...) {
+		if s.State.Waiting == nil || s.State.Waiting.Reason != "CrashLoopBackOff" || was[s.Name] == s.RestartCount+1 {
+			continue
+		}
+		r.Eventf(containerRef(old, s.Name), v1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s_%s(%s)", s.Name, old.Name, old.Namespace, old.UID)
 	}
 }

@@ -77,6 +77,7 @@ type Manager struct {
 	api    *apiServer // nil without Config.Logs and CA
 	events *eventSink
 	rt     runtimePods // containers Config.Runtime runs
+	prt    podRuntimes // containers Config.Containers runs
 }
 
 // New builds a Manager. Nothing runs until Run.
@@ -92,6 +93,7 @@ func New(cfg Config) (*Manager, error) {
 		pools:    map[string]*ipPool{},
 		synced:   make(chan struct{}),
 		rt:       runtimePods{byID: map[types.UID]*container{}},
+		prt:      podRuntimes{byID: map[types.UID]*podCtrs{}},
 	}
 	var err error
 	if m.api, err = newAPIServer(m); err != nil {
@@ -408,6 +410,8 @@ func (m *Manager) podDeleted(obj any) {
 		// Deleted without the kubelet finishing it (grace period 0 from
 		// elsewhere): the container stops all the same.
 		go m.stopContainer(pod.UID, runtimeGrace)
+	} else if m.runsContainers(pod) {
+		go m.stopPodContainers(pod.UID, runtimeGrace) // containers.go
 	}
 	if IsMirrorPod(pod) {
 		// Deleting a mirror Pod does not stop a static Pod; its kubelet

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
@@ -72,6 +73,9 @@ func (m *Manager) syncPod(key string) error {
 			// A real container stops first (the CCM leaves its work).
 			m.events.killing(pod)
 			m.stopContainer(pod.UID, gracePeriod(pod))
+		} else if m.runsContainers(pod) {
+			m.events.killing(pod)
+			m.stopPodContainers(pod.UID, gracePeriod(pod)) // containers.go
 		}
 		// There are no containers to stop, so termination is over at once.
 		// Deleting with grace period 0 is how a kubelet tells the apiserver
@@ -103,6 +107,9 @@ func (m *Manager) syncPod(key string) error {
 	}
 	if err != nil {
 		return err
+	}
+	if m.runsContainers(pod) {
+		return m.syncRunPod(ctx, pod, key, hostIP, podIP)
 	}
 	stopped := m.staticStopped(pod) // staticpods.go
 	var ctr *container
@@ -316,4 +323,31 @@ func setPodCondition(st *v1.PodStatus, t v1.PodConditionType, status v1.Conditio
 		c.LastTransitionTime = now
 	}
 	c.Status, c.Reason, c.Message, c.ObservedGeneration = status, reason, message, gen
+}
+
+// syncRunPod writes the status of a Pod whose containers the PodRuntime
+// runs, after starting what should run now.
+func (m *Manager) syncRunPod(ctx context.Context, pod *v1.Pod, key, hostIP, podIP string) error {
+	first := pod.Status.StartTime == nil
+	updated := m.syncPodContainers(ctx, pod, key, hostIP, podIP) // containers.go
+	if apiequality.Semantic.DeepEqual(pod.Status, updated.Status) {
+		return nil
+	}
+	_, err := m.cfg.Client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	switch {
+	case err == nil:
+		if first {
+			m.events.containersStarted(pod) // events.go
+		}
+		m.events.backOffs(pod, updated)
+		return nil
+	case ctx.Err() != nil:
+		return nil
+	case apierrors.IsNotFound(err):
+		if !pod.Spec.HostNetwork {
+			m.pool(pod.Spec.NodeName).release(pod.UID)
+		}
+		return nil
+	}
+	return fmt.Errorf("updating status: %w", err)
 }

@@ -84,6 +84,7 @@ func newAPIServer(m *Manager) (*apiServer, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.containerLogs)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	s.mountStreams(mux) // streams.go
 	s.srv = &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -285,7 +286,7 @@ func (s *apiServer) containerLogs(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("pod %s/%s not found", ns, name), http.StatusNotFound)
 		return
 	}
-	if !slices.ContainsFunc(pod.Spec.Containers, func(c v1.Container) bool { return c.Name == container }) {
+	if !hasContainer(pod, container) {
 		http.Error(w, fmt.Sprintf("container %s is not valid for pod %s", container, name), http.StatusBadRequest)
 		return
 	}
@@ -328,7 +329,14 @@ func (s *apiServer) containerLogs(w http.ResponseWriter, r *http.Request) {
 	}
 	o.Follow = q.Get("follow") == "true"
 	o.Timestamps = q.Get("timestamps") == "true"
-	if q.Get("previous") == "true" {
+	key := s.m.logKey(pod, container)
+	if s.m.runsContainers(pod) {
+		var ok bool
+		if key, ok = s.m.containerLogKey(pod, container, q.Get("previous") == "true"); !ok {
+			http.Error(w, fmt.Sprintf("previous terminated container %q in pod %q not found", container, name), http.StatusBadRequest)
+			return
+		}
+	} else if q.Get("previous") == "true" {
 		http.Error(w, fmt.Sprintf("previous terminated container %q in pod %q not found", container, name), http.StatusBadRequest)
 		return
 	}
@@ -340,13 +348,17 @@ func (s *apiServer) containerLogs(w http.ResponseWriter, r *http.Request) {
 			flusher.Flush()
 		}
 	}
-	_ = s.m.cfg.Logs.Read(r.Context(), s.m.logKey(pod, container), o, w, flush)
+	_ = s.m.cfg.Logs.Read(r.Context(), key, o, w, flush)
 }
 
 // forgetPodLogs ends `kubectl logs -f` on a deleted Pod: a mirror Pod's
 // log stays (its static Pod lives on), any other Pod's goes.
 func (m *Manager) forgetPodLogs(pod *v1.Pod) {
 	if m.cfg.Logs == nil {
+		return
+	}
+	if m.runsContainers(pod) {
+		m.forgetRunLogs(pod) // containers.go
 		return
 	}
 	for _, c := range pod.Spec.Containers {

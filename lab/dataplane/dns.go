@@ -1,0 +1,192 @@
+package dataplane
+
+import (
+	"net/netip"
+	"slices"
+	"strings"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Cluster DNS as CoreDNS's kubernetes plugin answers it (the DNS
+// specification of Kubernetes, cluster/addons/dns and
+// https://github.com/kubernetes/dns/blob/master/docs/specification.md),
+// for the lab's Pods' resolvers (lab/podruntime): fully qualified names
+// only; search domains and ndots are the client's business.
+//
+//   - <svc>.<ns>.svc.cluster.local: the ClusterIP; a headless Service's
+//     ready endpoint addresses; an ExternalName Service's CNAME.
+//   - <hostname>.<svc>.<ns>.svc.cluster.local: a headless Service's
+//     endpoint with that hostname; <a-b-c-d>.<svc>.<ns>.svc.cluster.local
+//     one with that address.
+//   - <a-b-c-d>.<ns>.pod.cluster.local: a-b-c-d as an address
+//     (CoreDNS's "pods insecure", kubeadm's default Corefile).
+//   - a load balancer's DNS name: its addresses inside the VPC
+//     (lbAddresses), as AWS's resolver answers from the VPC.
+//   - a node's name: its InternalIP (the VPC's resolver).
+//
+// Anything else is NXDOMAIN: the lab has no Internet to forward to.
+
+// ClusterDomain is the cluster's DNS domain (kubelet --cluster-domain).
+const ClusterDomain = "cluster.local"
+
+// DNS query types the resolvers ask.
+const (
+	TypeA     uint16 = 1
+	TypeCNAME uint16 = 5
+	TypeAAAA  uint16 = 28
+	TypeSRV   uint16 = 33
+)
+
+// DNSAnswer is the answer to one query. NXDomain: the name does not
+// exist; no Addrs and no CNAME without NXDomain: it exists, with no
+// record of that type.
+type DNSAnswer struct {
+	Name     string
+	Addrs    []string
+	CNAME    string
+	NXDomain bool
+}
+
+// Lookup answers a query for the fully qualified name (a trailing dot is
+// optional) from Pod from.
+func (d *Dataplane) Lookup(from *v1.Pod, name string, qtype uint16) (DNSAnswer, error) {
+	if !d.isSynced() {
+		return DNSAnswer{}, requestErrorf(ReasonNotSynced, "the data plane has not synced yet")
+	}
+	name = strings.ToLower(strings.TrimSuffix(name, "."))
+	ans := DNSAnswer{Name: name}
+	addrs, cname, ok := d.resolve(name)
+	if !ok {
+		ans.NXDomain = true
+		return ans, nil
+	}
+	ans.CNAME = cname
+	if qtype == TypeA {
+		ans.Addrs = addrs
+	}
+	return ans, nil
+}
+
+func (d *Dataplane) resolve(name string) (addrs []string, cname string, ok bool) {
+	e := d.env()
+	if rest, found := strings.CutSuffix(name, ".svc."+ClusterDomain); found {
+		labels := strings.Split(rest, ".")
+		switch len(labels) {
+		case 2:
+			svc := e.cluster.service(labels[1], labels[0])
+			if svc == nil {
+				return nil, "", false
+			}
+			if svc.Spec.Type == v1.ServiceTypeExternalName {
+				return nil, svc.Spec.ExternalName, true
+			}
+			if ips := clusterIPs(svc); len(ips) > 0 {
+				return ips, "", true
+			}
+			return endpointAddrs(e.cluster.endpointSlices(svc.Namespace, svc.Name), ""), "", true
+		case 3:
+			svc := e.cluster.service(labels[2], labels[1])
+			if svc == nil {
+				return nil, "", false
+			}
+			got := endpointAddrs(e.cluster.endpointSlices(svc.Namespace, svc.Name), labels[0])
+			return got, "", len(got) > 0
+		}
+		return nil, "", false
+	}
+	if rest, found := strings.CutSuffix(name, ".pod."+ClusterDomain); found {
+		ip, ns, ok := strings.Cut(rest, ".")
+		if !ok || strings.Contains(ns, ".") {
+			return nil, "", false
+		}
+		a, err := netip.ParseAddr(strings.ReplaceAll(ip, "-", "."))
+		if err != nil || !a.Is4() {
+			return nil, "", false
+		}
+		return []string{a.String()}, "", true
+	}
+	for _, lb := range e.cloud.lbs {
+		if strings.EqualFold(lb.DNSName, name) {
+			return lbAddresses(lb), "", true
+		}
+	}
+	if n := e.cluster.node(name); n != nil {
+		if ip := e.nodeIP(n); ip != "" {
+			return []string{ip}, "", true
+		}
+	}
+	return nil, "", false
+}
+
+// endpointAddrs are the ready endpoint addresses of slices; with host,
+// only the endpoint whose hostname (or dashed address) is host.
+func endpointAddrs(sl []*discoveryv1.EndpointSlice, host string) []string {
+	var out []string
+	for _, s := range sl {
+		for _, ep := range s.Endpoints {
+			if ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
+				continue
+			}
+			for _, a := range ep.Addresses {
+				if host != "" {
+					h := ""
+					if ep.Hostname != nil {
+						h = *ep.Hostname
+					}
+					if h != host && strings.ReplaceAll(a, ".", "-") != host {
+						continue
+					}
+				}
+				out = append(out, a)
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// ServicesFor lists the Services whose variables the kubelet gives a
+// Pod in namespace ns: that namespace's, and "kubernetes" of default
+// (pkg/kubelet/kubelet_pods.go, getServiceEnvVarMap), with a ClusterIP.
+func (d *Dataplane) ServicesFor(ns string) []*v1.Service {
+	lv, ok := d.view.(*listerView)
+	if !ok {
+		return nil
+	}
+	objs, _ := lv.svc.ByIndex(cache.NamespaceIndex, ns)
+	var out []*v1.Service
+	for _, o := range objs {
+		if s, ok := o.(*v1.Service); ok && len(clusterIPs(s)) > 0 {
+			out = append(out, s)
+		}
+	}
+	if ns != "default" {
+		if s := d.view.service("default", "kubernetes"); s != nil {
+			out = append(out, s)
+		}
+	}
+	slices.SortFunc(out, func(a, b *v1.Service) int { return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name) })
+	return out
+}
+
+// DNSServer is the cluster DNS address the kubelet writes into Pods'
+// resolv.conf (--cluster-dns): kube-dns's ClusterIP when that Service
+// exists, else the tenth address of the Service range (kubeadm's choice,
+// 10.96.0.10 for 10.96.0.0/12), taken from the "kubernetes" Service's
+// address, the range's first.
+func (d *Dataplane) DNSServer() string {
+	if s := d.view.service("kube-system", "kube-dns"); s != nil && len(clusterIPs(s)) > 0 {
+		return clusterIPs(s)[0]
+	}
+	if s := d.view.service("default", "kubernetes"); s != nil && len(clusterIPs(s)) > 0 {
+		if a, err := netip.ParseAddr(clusterIPs(s)[0]); err == nil && a.Is4() {
+			b := a.As4()
+			b[3] += 9
+			return netip.AddrFrom4(b).String()
+		}
+	}
+	return "10.96.0.10"
+}

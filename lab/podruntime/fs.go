@@ -1,0 +1,152 @@
+package podruntime
+
+import (
+	"errors"
+	"io"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// memFS is a container's file system: a few files in memory, made from
+// the Pod when the container starts. Nothing here is a host file: a path
+// a student types is only ever a key of this map. Files under the
+// writable directories can be written, within the container's bounds.
+type memFS struct {
+	mu       sync.Mutex
+	files    map[string]string
+	writable []string // directories whose files may be written
+	maxFile  int
+	maxTotal int
+	total    int
+}
+
+var (
+	errNotExist = errors.New("No such file or directory")
+	errReadOnly = errors.New("Read-only file system")
+	errTooBig   = errors.New("No space left on device")
+)
+
+func newMemFS(files map[string]string, writable []string, maxFile, maxTotal int) *memFS {
+	fs := &memFS{files: files, writable: writable, maxFile: maxFile, maxTotal: maxTotal}
+	for _, v := range files {
+		fs.total += len(v)
+	}
+	return fs
+}
+
+func (fs *memFS) read(p string) (string, error) {
+	p = path.Clean(p)
+	if p == "/dev/null" {
+		return "", nil
+	}
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	s, ok := fs.files[p]
+	if !ok {
+		return "", errNotExist
+	}
+	return s, nil
+}
+
+func (fs *memFS) isDir(p string) bool {
+	p = path.Clean(p)
+	if p == "/" {
+		return true
+	}
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	for f := range fs.files {
+		if strings.HasPrefix(f, p+"/") {
+			return true
+		}
+	}
+	return slices.Contains(fs.writable, p)
+}
+
+// list is what ls shows of a directory: its entries' base names.
+func (fs *memFS) list(p string) ([]string, bool) {
+	p = path.Clean(p)
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if _, ok := fs.files[p]; ok {
+		return []string{path.Base(p)}, true
+	}
+	seen := map[string]bool{}
+	prefix := strings.TrimSuffix(p, "/") + "/"
+	for f := range fs.files {
+		if rest, ok := strings.CutPrefix(f, prefix); ok {
+			name, _, _ := strings.Cut(rest, "/")
+			seen[name] = true
+		}
+	}
+	for _, w := range fs.writable {
+		if rest, ok := strings.CutPrefix(w, prefix); ok {
+			name, _, _ := strings.Cut(rest, "/")
+			seen[name] = true
+		}
+	}
+	if len(seen) == 0 && !slices.Contains(fs.writable, p) && p != "/" {
+		return nil, false
+	}
+	out := make([]string, 0, len(seen))
+	for n := range seen {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out, true
+}
+
+func (fs *memFS) canWrite(p string) bool {
+	for _, w := range fs.writable {
+		if strings.HasPrefix(p, w+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// writer opens p for writing (truncating unless appending).
+func (fs *memFS) writer(p string, appendTo bool) (io.Writer, error) {
+	p = path.Clean(p)
+	if p == "/dev/null" {
+		return io.Discard, nil
+	}
+	if p == "/dev/stdout" || p == "/dev/stderr" {
+		return nil, errNotExist // the shell maps these itself
+	}
+	if !fs.canWrite(p) {
+		if _, err := fs.read(p); err != nil && !fs.isDir(path.Dir(p)) {
+			return nil, errNotExist
+		}
+		return nil, errReadOnly
+	}
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if !appendTo {
+		fs.total -= len(fs.files[p])
+		fs.files[p] = ""
+	} else if _, ok := fs.files[p]; !ok {
+		fs.files[p] = ""
+	}
+	return &fileWriter{fs: fs, path: p}, nil
+}
+
+type fileWriter struct {
+	fs   *memFS
+	path string
+}
+
+func (w *fileWriter) Write(b []byte) (int, error) {
+	fs := w.fs
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	cur := fs.files[w.path]
+	if len(cur)+len(b) > fs.maxFile || fs.total+len(b) > fs.maxTotal {
+		return 0, errTooBig
+	}
+	fs.files[w.path] = cur + string(b)
+	fs.total += len(b)
+	return len(b), nil
+}

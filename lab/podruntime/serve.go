@@ -1,0 +1,410 @@
+package podruntime
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/ccmlab/ccmlab/lab/dataplane"
+)
+
+// The servers of the lab's images: nginx and agnhost's netexec and
+// serve-hostname listen on their ports while their process runs; the
+// data plane (Config.Serve of lab/dataplane) and port-forward hand them
+// the requests that reach the Pod. A port nothing listens on refuses.
+
+// listener serves one port of a Pod.
+type listener struct {
+	serve func(ctx context.Context, req dataplane.ServeRequest) dataplane.ServeResult
+}
+
+// listen registers l on port of pod until the returned func is called.
+func (r *Runtime) listen(pod *v1.Pod, port int32, l *listener) (func(), error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ps := r.pods[pod.UID]
+	if ps == nil {
+		ps = &podState{}
+		r.pods[pod.UID] = ps
+	}
+	if ps.listeners == nil {
+		ps.listeners = map[int32]*listener{}
+	}
+	if ps.listeners[port] != nil {
+		return nil, fmt.Errorf("bind() to 0.0.0.0:%d failed (98: Address in use)", port)
+	}
+	ps.listeners[port] = l
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if ps.listeners[port] == l {
+			delete(ps.listeners, port)
+		}
+		if ps.procs == 0 && len(ps.listeners) == 0 && r.pods[pod.UID] == ps {
+			delete(r.pods, pod.UID)
+		}
+	}, nil
+}
+
+func (r *Runtime) listenerFor(pod *v1.Pod, port int32) *listener {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if ps := r.pods[pod.UID]; ps != nil {
+		return ps.listeners[port]
+	}
+	return nil
+}
+
+// runsKnownImages reports whether every container of pod is of an image
+// the catalogue knows: only then does the runtime answer for the Pod.
+func runsKnownImages(pod *v1.Pod) bool {
+	if len(pod.Spec.Containers) == 0 || pod.Spec.HostNetwork {
+		return false
+	}
+	for _, c := range pod.Spec.Containers {
+		if _, ok := lookupImage(c.Image); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// Serve answers a request the data plane delivered to a Pod (its
+// Config.Serve).
+func (r *Runtime) Serve(req dataplane.ServeRequest) (dataplane.ServeResult, error) {
+	if !runsKnownImages(req.Pod) {
+		return dataplane.ServeResult{}, dataplane.ErrNotServed
+	}
+	l := r.listenerFor(req.Pod, req.Port)
+	if l == nil {
+		return dataplane.ServeResult{}, dataplane.ErrNotListening
+	}
+	return l.serve(context.Background(), req), nil
+}
+
+// PortForward carries one port-forwarded connection: HTTP requests read
+// from stream go to what listens on port in the Pod, from 127.0.0.1 (the
+// kubelet connects inside the Pod's network namespace).
+func (r *Runtime) PortForward(ctx context.Context, pod *v1.Pod, port int32, stream io.ReadWriteCloser) error {
+	br := bufio.NewReader(stream)
+	for ctx.Err() == nil {
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return nil // the client closed the connection
+		}
+		body, _ := io.ReadAll(io.LimitReader(req.Body, int64(r.cfg.Limits.MaxBody)))
+		_ = req.Body.Close()
+		sreq := dataplane.ServeRequest{Pod: pod, Port: port, Method: req.Method, URI: req.URL.RequestURI(), Proto: req.Proto, Header: req.Header, Body: body, SourceIP: "127.0.0.1"}
+		var res dataplane.ServeResult
+		if !runsKnownImages(pod) {
+			res = r.cfg.Network.DefaultAnswer(sreq)
+		} else if l := r.listenerFor(pod, port); l != nil {
+			res = l.serve(ctx, sreq)
+		} else {
+			// containerd's message for a port nothing listens on.
+			return fmt.Errorf("failed to connect to localhost:%d inside namespace %q, IPv4: dial tcp4 127.0.0.1:%d: connect: connection refused IPv6 dial tcp6 [::1]:%d: connect: connection refused ", port, string(pod.UID), port, port)
+		}
+		resp := &http.Response{
+			StatusCode: res.Status, ProtoMajor: 1, ProtoMinor: 1, Header: res.Header.Clone(),
+			ContentLength: int64(len(res.Body)), Body: io.NopCloser(strings.NewReader(string(res.Body))), Request: req,
+		}
+		if resp.Header == nil {
+			resp.Header = http.Header{}
+		}
+		resp.Header.Del(dataplane.TraceHeader)
+		if err := resp.Write(stream); err != nil {
+			return nil
+		}
+		if req.Close {
+			return nil
+		}
+	}
+	return nil
+}
+
+// cmdNginx is nginx in the foreground: it listens on port 80 and serves
+// the files under /usr/share/nginx/html as the image's default
+// configuration does, logging each request in the combined format to
+// its stdout (the image links access.log to /dev/stdout).
+func cmdNginx(ctx context.Context, p *proc, args []string) int {
+	version, _ := dataplane.NginxVersion(p.box.imageRef())
+	for _, a := range args[1:] {
+		switch a {
+		case "-v", "-V":
+			p.errorf("nginx version: nginx/%s\n", version)
+			return 0
+		case "-t", "-T":
+			p.errorf("nginx: the configuration file /etc/nginx/nginx.conf syntax is ok\nnginx: configuration file /etc/nginx/nginx.conf test is successful\n")
+			return 0
+		case "-s":
+			p.errorf("nginx: [error] invalid PID number \"\" in \"/run/nginx.pid\"\n")
+			return 1
+		}
+	}
+	now := func() string { return p.rt.cfg.Clock.Now().UTC().Format("2006/01/02 15:04:05") }
+	var logMu sync.Mutex
+	stop, err := p.rt.listen(p.box.pod, 80, &listener{serve: func(_ context.Context, req dataplane.ServeRequest) dataplane.ServeResult {
+		res := nginxServe(p.box.fs, version, req.Method, req.URI)
+		n := len(res.Body)
+		if req.Method == http.MethodHead {
+			n = 0
+		}
+		logMu.Lock()
+		fmt.Fprintf(p.stdout, "%s - - [%s] \"%s %s %s\" %d %d \"%s\" \"%s\"\n", req.SourceIP,
+			p.rt.cfg.Clock.Now().UTC().Format("02/Jan/2006:15:04:05 -0700"), req.Method, req.URI, req.Proto, res.Status, n,
+			dash(req.Header.Get("Referer")), dash(req.Header.Get("User-Agent")))
+		logMu.Unlock()
+		return res
+	}})
+	if err != nil {
+		p.errorf("%s [emerg] 1#1: %v\nnginx: [emerg] %v\n", now(), err, err)
+		return 1
+	}
+	defer stop()
+	for _, l := range []string{
+		"[notice] 1#1: using the \"epoll\" event method",
+		"[notice] 1#1: nginx/" + version,
+		"[notice] 1#1: built by gcc 12.2.0 (Debian 12.2.0-14+deb12u1) ",
+		"[notice] 1#1: OS: Linux 6.8.0-1021-aws",
+		"[notice] 1#1: getrlimit(RLIMIT_NOFILE): 1048576:1048576",
+		"[notice] 1#1: start worker processes",
+		"[notice] 1#1: start worker process 29",
+	} {
+		p.errorf("%s %s\n", now(), l)
+	}
+	<-ctx.Done()
+	p.errorf("%s [notice] 1#1: signal 3 (SIGQUIT) received, shutting down\n", now())
+	return 0
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func (b *box) imageRef() string {
+	for _, c := range b.pod.Spec.Containers {
+		if c.Name == b.container {
+			return c.Image
+		}
+	}
+	for _, c := range b.pod.Spec.EphemeralContainers {
+		if c.Name == b.container {
+			return c.Image
+		}
+	}
+	return "nginx"
+}
+
+// nginxServe is nginx's default server: files under
+// /usr/share/nginx/html, index.html for a directory, 404 for the rest,
+// 405 for methods a static site does not take.
+func nginxServe(fs *memFS, version, method, uri string) dataplane.ServeResult {
+	h := http.Header{}
+	h.Set("Server", "nginx/"+version)
+	h.Set("Content-Type", "text/html")
+	page := func(status int, title string) dataplane.ServeResult {
+		return dataplane.ServeResult{Status: status, Header: h, Body: []byte(dataplane.NginxErrorPage(title, version))}
+	}
+	if method != http.MethodGet && method != http.MethodHead {
+		return page(http.StatusMethodNotAllowed, "405 Not Allowed")
+	}
+	u, err := url.ParseRequestURI(uri)
+	if err != nil {
+		return page(http.StatusBadRequest, "400 Bad Request")
+	}
+	p := path.Clean("/" + u.Path)
+	if strings.HasSuffix(u.Path, "/") {
+		p = path.Join(p, "index.html")
+	}
+	body, err := fs.read("/usr/share/nginx/html" + p)
+	if err != nil {
+		return page(http.StatusNotFound, "404 Not Found")
+	}
+	if !strings.HasSuffix(p, ".html") {
+		h.Set("Content-Type", "text/plain")
+	}
+	h.Set("Accept-Ranges", "bytes")
+	return dataplane.ServeResult{Status: http.StatusOK, Header: h, Body: []byte(body)}
+}
+
+// cmdAgnhost is agnhost (test/images/agnhost in k8s.io/kubernetes
+// v1.37.2, version 2.66): pause, netexec and serve-hostname.
+func cmdAgnhost(ctx context.Context, p *proc, args []string) int {
+	if len(args) < 2 {
+		p.errorf("Error: unknown command\n")
+		return 1
+	}
+	flags := map[string]string{}
+	for i := 2; i < len(args); i++ {
+		a := strings.TrimLeft(args[i], "-")
+		k, v, ok := strings.Cut(a, "=")
+		if !ok && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+			v = args[i+1]
+			i++
+		}
+		flags[k] = v
+	}
+	port := func(name string, def int32) (int32, bool) {
+		v, ok := flags[name]
+		if !ok {
+			return def, true
+		}
+		n, err := strconv.Atoi(v)
+		return int32(n), err == nil && n > 0 && n < 65536
+	}
+	switch args[1] {
+	case "pause":
+		p.errorf("Paused\n")
+		<-ctx.Done()
+		return 0
+	case "serve-hostname":
+		pt, ok := port("port", 9376)
+		if !ok {
+			p.errorf("Error: invalid argument for --port\n")
+			return 1
+		}
+		stop, err := p.rt.listen(p.box.pod, pt, &listener{serve: func(_ context.Context, _ dataplane.ServeRequest) dataplane.ServeResult {
+			return textResult(http.StatusOK, p.box.hostname)
+		}})
+		if err != nil {
+			p.errorf("listen tcp :%d: bind: address already in use\n", pt)
+			return 1
+		}
+		defer stop()
+		p.errorf("%s Serving on port %d.\n", p.rt.cfg.Clock.Now().Format("2006/01/02 15:04:05"), pt)
+		<-ctx.Done()
+		return 0
+	case "netexec":
+		pt, ok := port("http-port", 8080)
+		if !ok {
+			p.errorf("Error: invalid argument for --http-port\n")
+			return 1
+		}
+		exitCh := make(chan int, 1)
+		stop, err := p.rt.listen(p.box.pod, pt, &listener{serve: func(ctx context.Context, req dataplane.ServeRequest) dataplane.ServeResult {
+			return netexec(ctx, p, pt, req, exitCh)
+		}})
+		if err != nil {
+			p.errorf("listen tcp :%d: bind: address already in use\n", pt)
+			return 1
+		}
+		defer stop()
+		p.errorf("Started HTTP server on port %d\n", pt)
+		if u, ok := port("udp-port", 8081); ok && u > 0 {
+			p.errorf("Started UDP server on port %d\n", u)
+		}
+		select {
+		case <-ctx.Done():
+			return 0
+		case code := <-exitCh:
+			return code
+		}
+	}
+	p.errorf("Error: unknown command %q for \"app\"\nRun 'app --help' for usage.\n", args[1])
+	return 1
+}
+
+func textResult(status int, body string) dataplane.ServeResult {
+	h := http.Header{}
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	return dataplane.ServeResult{Status: status, Header: h, Body: []byte(body)}
+}
+
+// netexec answers agnhost netexec's endpoints (netexec/netexec.go).
+func netexec(ctx context.Context, p *proc, port int32, req dataplane.ServeRequest, exitCh chan<- int) dataplane.ServeResult {
+	u, err := url.ParseRequestURI(req.URI)
+	if err != nil {
+		return textResult(http.StatusBadRequest, "bad request")
+	}
+	q := u.Query()
+	p.errorf("GET %s\n", u.Path)
+	switch u.Path {
+	case "/":
+		return textResult(http.StatusOK, "NOW: "+p.rt.cfg.Clock.Now().String())
+	case "/hostname", "/hostName":
+		return textResult(http.StatusOK, p.box.hostname)
+	case "/clientip":
+		return textResult(http.StatusOK, req.SourceIP+":"+strconv.Itoa(40000+int(len(req.Trace))))
+	case "/serverport":
+		return textResult(http.StatusOK, strconv.Itoa(int(port)))
+	case "/echo":
+		return textResult(http.StatusOK, q.Get("msg"))
+	case "/header":
+		return textResult(http.StatusOK, req.Header.Get(q.Get("key")))
+	case "/healthz", "/readyz":
+		return textResult(http.StatusOK, "ok")
+	case "/envvar":
+		return textResult(http.StatusOK, strings.Join(p.env.pairs(), "\n"))
+	case "/exit":
+		code, _ := strconv.Atoi(q.Get("code"))
+		select {
+		case exitCh <- code:
+		default:
+		}
+		return textResult(http.StatusOK, "")
+	case "/shell":
+		cmd := q.Get("shellCommand")
+		if cmd == "" {
+			cmd = q.Get("cmd")
+		}
+		var out strings.Builder
+		sub := p.with(nil, &limitWriter{w: &out, n: p.rt.cfg.Limits.MaxCmdSubst})
+		sub.stderr = sub.stdout
+		sub.meter = &meter{rate: p.rt.cfg.Limits.StepsPerSecond, clock: p.rt.cfg.Clock}
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		code := cmdSh(sctx, sub, []string{"sh", "-c", cmd})
+		cancel()
+		res := map[string]string{"output": out.String()}
+		if code != 0 {
+			res["error"] = fmt.Sprintf("exit status %d", code)
+		}
+		b, _ := json.Marshal(res)
+		return dataplane.ServeResult{Status: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}}, Body: b}
+	case "/dial":
+		return netexecDial(ctx, p, q)
+	}
+	return textResult(http.StatusNotFound, "404 page not found\n")
+}
+
+// netexecDial is netexec's /dial: it asks host:port for request (an HTTP
+// path) tries times and reports the answers, as upstream's e2e tests use
+// it to check connectivity from inside a Pod.
+func netexecDial(ctx context.Context, p *proc, q url.Values) dataplane.ServeResult {
+	host, reqPath := q.Get("host"), q.Get("request")
+	portN, err := strconv.Atoi(q.Get("port"))
+	tries, _ := strconv.Atoi(q.Get("tries"))
+	tries = min(max(tries, 1), 100)
+	if err != nil || host == "" || (q.Get("protocol") != "" && q.Get("protocol") != "http") {
+		return textResult(http.StatusBadRequest, "bad request: the lab's netexec dials http only")
+	}
+	out := map[string][]string{"responses": {}, "errors": {}}
+	ip, _, rerr := p.resolve(host)
+	for range tries {
+		if rerr != nil {
+			out["errors"] = append(out["errors"], rerr.Error())
+			continue
+		}
+		res, err := p.fetch(ctx, ip, int32(portN), http.MethodGet, "/"+strings.TrimPrefix(reqPath, "/"), nil, nil, 5*time.Second)
+		if err != nil {
+			out["errors"] = append(out["errors"], err.Error())
+			continue
+		}
+		out["responses"] = append(out["responses"], string(res.body))
+	}
+	b, _ := json.Marshal(out)
+	return dataplane.ServeResult{Status: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}}, Body: b}
+}
