@@ -45,13 +45,14 @@ func (l *lab) endpointSlice(svc string, ready map[string]bool, port int32) *disc
 // listener and gives the manager its endpoint, as the served lab does.
 func withAWSAPI(t *testing.T) labOpt {
 	return func(c *Config) {
-		h, err := awsapi.New(awsapi.Config{Cloud: c.Cloud})
+		keys := awsapi.NewKeys()
+		h, err := awsapi.New(awsapi.Config{Cloud: c.Cloud, Keys: keys})
 		if err != nil {
 			t.Fatal(err)
 		}
 		srv := httptest.NewServer(h)
 		t.Cleanup(srv.Close)
-		c.AWSAPI = func() string { return srv.URL }
+		c.AWSAPI, c.AWSKeys = func() string { return srv.URL }, keys
 	}
 }
 

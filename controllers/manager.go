@@ -21,6 +21,7 @@ import (
 
 	"github.com/ccmlab/ccmlab/controllers/provider"
 	"github.com/ccmlab/ccmlab/internal/pubsub"
+	"github.com/ccmlab/ccmlab/lab/awsapi"
 	"github.com/ccmlab/ccmlab/lab/ccmnames"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/profile"
@@ -81,6 +82,10 @@ type Config struct {
 	// and EC2 to it. Unset, or "" when called, lbc sends the same requests
 	// to the API served in process over Cloud.
 	AWSAPI func() string
+	// AWSKeys is that API's key store (required with AWSAPI): the lbc
+	// add-on signs with the key it issues it, which names the add-on in
+	// the call log.
+	AWSKeys *awsapi.Keys
 
 	// Switch, when set, makes the manager hosted (process.go): the CCM
 	// controllers run only inside CCM processes (RunProcess, one per run

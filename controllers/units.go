@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -78,7 +79,11 @@ func (m *Manager) startIn(parent context.Context, name string, p *Process) error
 		}
 		prov = prov.WithServices(checks.CoreV1())
 	}
-	u.factory = informers.NewSharedInformerFactory(client, m.cfg.Tuning.InformerResync)
+	resync := m.cfg.Tuning.InformerResync
+	if p != nil {
+		resync = p.tuning.InformerResync // --min-resync-period
+	}
+	u.factory = informers.NewSharedInformerFactory(client, resync)
 	var cp cloudprovider.Interface = prov
 	if m.cfg.Upstream != nil && name != AddonLBC {
 		if cp, err = m.cfg.Upstream(Caller(name), client, u.factory, ctx.Done()); err != nil {
@@ -168,6 +173,14 @@ func (m *Manager) clientFor(name string, g *gate, unlimited bool, p *Process) (k
 	if rc.Burst == 0 {
 		rc.Burst = m.cfg.Tuning.ClientBurst
 	}
+	if p != nil {
+		// --kube-api-qps, --kube-api-burst and --kube-api-content-type, when
+		// the CCM's command line gave them (held to their ranges by
+		// ParseArgs).
+		rc.QPS = cmp.Or(p.Args.KubeAPIQPS, rc.QPS)
+		rc.Burst = cmp.Or(p.Args.KubeAPIBurst, rc.Burst)
+		rc.ContentType = cmp.Or(p.Args.KubeAPIContentType, rc.ContentType)
+	}
 	if unlimited {
 		rc.QPS, rc.RateLimiter = -1, nil
 	}
@@ -248,25 +261,33 @@ func (m *Manager) build(name string, client kubernetes.Interface, factory inform
 // lbcAWS is where the lbc add-on talks AWS: the lab's AWS API endpoint
 // when the manager was given one (Config.AWSAPI), else the same API served
 // in process over the manager's cloud. Either way its requests are the
-// AWS query protocol, signed with the lab's static credentials, and pass
-// through the instance's gate like every controller's cloud calls.
+// AWS query protocol, signed with the add-on's own key (so the call log
+// names it), and pass through the instance's gate like every controller's
+// cloud calls.
 func (m *Manager) lbcAWS(g *gate) (lbc.AWS, error) {
 	cc, n := m.cfg.Cloud.Config(), m.cfg.Cloud.AWSNetworkInfo()
-	a := lbc.AWS{
-		Region: cc.Region, VPCID: n.VPCID, VPCCIDR: n.CIDR, ClusterID: cc.ClusterID,
-		AccessKeyID: awsapi.DefaultAccessKeyID, SecretAccessKey: awsapi.DefaultSecretAccessKey,
-	}
+	a := lbc.AWS{Region: cc.Region, VPCID: n.VPCID, VPCCIDR: n.CIDR, ClusterID: cc.ClusterID}
 	if m.cfg.AWSAPI != nil {
 		a.Endpoint = m.cfg.AWSAPI()
 	}
+	keys := m.cfg.AWSKeys
 	next := lbc.LoopbackTransport()
 	if a.Endpoint == "" {
-		h, err := awsapi.New(awsapi.Config{Cloud: m.cfg.Cloud, Logger: m.cfg.Logger.With("component", "awsapi")})
+		keys = awsapi.NewKeys()
+		h, err := awsapi.New(awsapi.Config{Cloud: m.cfg.Cloud, Keys: keys, Logger: m.cfg.Logger.With("component", "awsapi")})
 		if err != nil {
 			return a, err
 		}
 		a.Endpoint, next = lbc.InProcessEndpoint, lbc.HandlerTransport(h)
 	}
+	if keys == nil {
+		return a, errors.New("lbc: the lab's AWS API was given without its keys (Config.AWSKeys)")
+	}
+	creds, err := keys.Issue(lbc.Caller)
+	if err != nil {
+		return a, err
+	}
+	a.AccessKeyID, a.SecretAccessKey = creds.AccessKeyID, creds.SecretAccessKey
 	a.HTTPClient = &http.Client{Transport: &gatedTransport{g: g, next: next}}
 	return a, nil
 }

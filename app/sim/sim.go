@@ -18,6 +18,7 @@ import (
 	"github.com/ccmlab/ccmlab/controllers"
 	"github.com/ccmlab/ccmlab/internal/datafs"
 	"github.com/ccmlab/ccmlab/internal/podlog"
+	"github.com/ccmlab/ccmlab/lab/awsapi"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
 	"github.com/ccmlab/ccmlab/lab/flow"
@@ -64,6 +65,8 @@ type Config struct {
 	// (the lbc add-on talks ELBv2 to it); nil: lbc serves the API to itself
 	// in process.
 	AWSAPI func() string
+	// AWSKeys is that API's key store, as in controllers.Config.
+	AWSKeys *awsapi.Keys
 
 	// OnChange receives every flow change (optional). It is called under
 	// the observer's lock and must not block.
@@ -161,7 +164,11 @@ func New(ctx context.Context, cfg Config) (_ *Sim, err error) {
 		}
 	}()
 	if cfg.CloudLatency > 0 {
-		if err := c.SetFaults(cloud.Faults{Latency: cloud.Duration{Duration: cfg.CloudLatency}}); err != nil {
+		// The flag sets the latency; the other faults a restart restored
+		// from the cloud's state stay in force.
+		f := c.Faults()
+		f.Latency = cloud.Duration{Duration: cfg.CloudLatency}
+		if err := c.SetFaults(f); err != nil {
 			return nil, err
 		}
 	}
@@ -237,7 +244,7 @@ func New(ctx context.Context, cfg Config) (_ *Sim, err error) {
 	mc := controllers.Config{
 		RestConfig: cfg.RestConfig, Cloud: c, Profile: cfg.Profile, ClusterCIDR: cfg.ClusterCIDR,
 		Enabled: cfg.Controllers, Addons: cfg.Addons, Tuning: cfg.Tuning, Logger: cfg.Logger,
-		Upstream: cfg.Upstream, AWSAPI: cfg.AWSAPI,
+		Upstream: cfg.Upstream, AWSAPI: cfg.AWSAPI, AWSKeys: cfg.AWSKeys,
 	}
 	if cfg.ControlPlaneNode {
 		mc.Switch = s.switchCCM // the switches patch the CCM's DaemonSet

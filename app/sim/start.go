@@ -65,6 +65,12 @@ func Start(ctx, gctx context.Context, g *errgroup.Group, cfg Config, sc StartCon
 		sc.Logger = slog.New(slog.DiscardHandler)
 	}
 	st := &Started{}
+	// Every caller of the AWS API signs with its own key from this store:
+	// the student's (kept in the data dir), the CCM's controllers', lbc's.
+	keys := awsapi.NewKeys()
+	if cfg.AWSKeys == nil {
+		cfg.AWSKeys = keys
+	}
 	// The controllers read up when they start, after the AWS API is up.
 	var up upstreamaws.Config
 	if sc.AWSProvider == AWSProviderUpstream {
@@ -98,9 +104,10 @@ func Start(ctx, gctx context.Context, g *errgroup.Group, cfg Config, sc StartCon
 		sc.ControlPlane.SetClusterDialer(s.Kubelets.DialNode)
 	}
 	st.AWSAPI, err = awsapi.Listen(awsapi.ServerConfig{
-		Handler: awsapi.Config{Cloud: s.Cloud, Logger: sc.Logger.With("component", "awsapi")},
+		Handler: awsapi.Config{Cloud: s.Cloud, Keys: cfg.AWSKeys, Logger: sc.Logger.With("component", "awsapi")},
 		Listen:  sc.AWSListen,
 		EnvPath: sc.AWSEnvPath,
+		Files:   cfg.CloudFiles,
 	})
 	if err != nil {
 		_ = s.Close()
@@ -113,6 +120,7 @@ func Start(ctx, gctx context.Context, g *errgroup.Group, cfg Config, sc StartCon
 		up = upstreamaws.Config{
 			Endpoint: awsURL, Region: cc.Region, VPCID: n.VPCID, SubnetID: n.Subnets[0].ID,
 			RouteTableID: n.RouteTableID, ClusterID: cc.ClusterID, Dir: sc.UpstreamDir, Methods: s.Cloud.Methods(),
+			Keys: cfg.AWSKeys,
 		}
 		tw := st.Tripwire
 		Go(gctx, g, "aws tripwire", func(ctx context.Context) error { <-ctx.Done(); return tw.Close() })
@@ -142,7 +150,7 @@ func armTripwire() (*upstreamaws.Tripwire, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := upstreamaws.SetProcessEnv(tw.URL(), awsapi.DefaultAccessKeyID, awsapi.DefaultSecretAccessKey); err != nil {
+	if err := upstreamaws.SetProcessEnv(tw.URL()); err != nil {
 		tw.Close()
 		return nil, err
 	}

@@ -33,7 +33,9 @@ type AWS struct {
 	// ClusterID is the value of the kubernetes.io/cluster/<ClusterID> tag
 	// on the cluster's subnets and the nodes' security group.
 	ClusterID string
-	// AccessKeyID and SecretAccessKey are the lab's static credentials.
+	// AccessKeyID and SecretAccessKey are the add-on's own key
+	// (lab/awsapi Keys.Issue(Caller)): the call log names its
+	// calls after it.
 	AccessKeyID, SecretAccessKey string
 	// HTTPClient, when set, carries the requests; default: one over
 	// LoopbackTransport. (The lab wraps the transport in the controller
@@ -70,13 +72,6 @@ func (a *AWS) validate() error {
 	return errors.Join(errs...)
 }
 
-// callerURL is the endpoint with the caller's path: lab/awsapi names the
-// caller in the call log after /caller/<name>/, as each CCM controller's
-// endpoint does (controllers/upstreamaws).
-func (a *AWS) callerURL() string {
-	return strings.TrimSuffix(a.Endpoint, "/") + "/caller/" + Caller + "/"
-}
-
 // clients builds the ELBv2 and EC2 clients and returns the HTTP client
 // under them. The aws.Config is built by hand, not loaded: nothing is read
 // from the environment or ~/.aws, and BaseEndpoint is always the lab's.
@@ -93,7 +88,7 @@ func (a *AWS) clients() (*elbv2.Client, *ec2.Client, *http.Client) {
 		hc = &http.Client{Transport: LoopbackTransport()}
 	}
 	cfg.HTTPClient = hc
-	base := a.callerURL()
+	base := strings.TrimSuffix(a.Endpoint, "/")
 	return elbv2.NewFromConfig(cfg, func(o *elbv2.Options) { o.BaseEndpoint = aws.String(base) }),
 		ec2.NewFromConfig(cfg, func(o *ec2.Options) { o.BaseEndpoint = aws.String(base) }), hc
 }

@@ -34,10 +34,10 @@ type world struct {
 	factory informers.SharedInformerFactory
 }
 
-func awsFor(c *cloud.Cloud, endpoint string) AWS {
+func awsFor(c *cloud.Cloud, endpoint string, creds awsapi.Credentials) AWS {
 	cc, n := c.Config(), c.AWSNetworkInfo()
 	return AWS{Endpoint: endpoint, Region: cc.Region, VPCID: n.VPCID, VPCCIDR: n.CIDR, ClusterID: cc.ClusterID,
-		AccessKeyID: awsapi.DefaultAccessKeyID, SecretAccessKey: awsapi.DefaultSecretAccessKey}
+		AccessKeyID: creds.AccessKeyID, SecretAccessKey: creds.SecretAccessKey}
 }
 
 // newWorld builds the world; inProcess sends the requests through
@@ -49,11 +49,16 @@ func newWorld(t *testing.T, inProcess bool, services ...*v1.Service) *world {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cl.Close() })
-	h, err := awsapi.New(awsapi.Config{Cloud: cl})
+	keys := awsapi.NewKeys()
+	creds, err := keys.Issue(Caller)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := awsFor(cl, "")
+	h, err := awsapi.New(awsapi.Config{Cloud: cl, Keys: keys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := awsFor(cl, "", creds)
 	if inProcess {
 		a.Endpoint, a.HTTPClient = InProcessEndpoint, &http.Client{Transport: HandlerTransport(h)}
 	} else {
@@ -371,6 +376,10 @@ func TestAWSValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
+	creds, err := awsapi.NewKeys().Issue(Caller)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		endpoint string
 		ok       bool
@@ -387,12 +396,12 @@ func TestAWSValidate(t *testing.T) {
 		{"http://127.0.0.1:4566/caller/x", false},
 		{"http://user@127.0.0.1:4566", false},
 	} {
-		a := awsFor(cl, tc.endpoint)
+		a := awsFor(cl, tc.endpoint, creds)
 		if err := a.validate(); (err == nil) != tc.ok {
 			t.Errorf("endpoint %q: err = %v, want ok=%v", tc.endpoint, err, tc.ok)
 		}
 	}
-	a := awsFor(cl, "http://127.0.0.1:4566")
+	a := awsFor(cl, "http://127.0.0.1:4566", creds)
 	a.Region = ""
 	if err := a.validate(); err == nil || !strings.Contains(err.Error(), "region") {
 		t.Errorf("no region: %v", err)

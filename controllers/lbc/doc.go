@@ -30,12 +30,12 @@
 //
 // Like the real controller it speaks AWS's API through aws-sdk-go-v2: an
 // elasticloadbalancingv2 client and an ec2 client pointed at the lab's AWS
-// API (lab/awsapi) on loopback, with the lab's static credentials and
-// region. The endpoint is always set (BaseEndpoint) and must be
+// API (lab/awsapi) on loopback, signed with the add-on's own access key
+// (the call log names the caller after the key), in the lab's region. The
+// endpoint is always set (BaseEndpoint) and must be
 // http://127.0.0.1:<port> or http://localhost:<port>, so no request can
-// reach real AWS; its URL path /caller/load-balancer-controller/ is how the
-// call log names the caller. Without an endpoint (Config.AWS.HTTPClient
-// with HandlerTransport) the same requests are served in process.
+// reach real AWS. Without an endpoint (Config.AWS.HTTPClient with
+// HandlerTransport) the same requests are served in process.
 //
 // A reconcile reads first and changes only the difference:
 // DescribeLoadBalancers (by name); CreateLoadBalancer (type network,

@@ -46,7 +46,7 @@ func TestUpstreamProvider(t *testing.T) {
 	// A CA bundle the user's environment names, here one that does not
 	// exist, would fail the SDK's config; SetProcessEnv drops it.
 	t.Setenv("AWS_CA_BUNDLE", filepath.Join(t.TempDir(), "no-such-bundle.pem"))
-	if err := upstreamaws.SetProcessEnv(tw.URL(), awsapi.DefaultAccessKeyID, awsapi.DefaultSecretAccessKey); err != nil {
+	if err := upstreamaws.SetProcessEnv(tw.URL()); err != nil {
 		t.Fatal(err)
 	}
 	// The AWS API needs the simulation's cloud, the controllers need the
@@ -75,7 +75,7 @@ func TestUpstreamProvider(t *testing.T) {
 	go func() { _ = srv.Serve(env.Ctx) }()
 	n := lab.Cloud.AWSNetworkInfo()
 	up = upstreamaws.Config{Endpoint: srv.URL(), Region: lab.Cloud.Config().Region, VPCID: n.VPCID, SubnetID: n.Subnets[0].ID,
-		RouteTableID: n.RouteTableID, ClusterID: lab.Cloud.Config().ClusterID, Dir: dir}
+		RouteTableID: n.RouteTableID, ClusterID: lab.Cloud.Config().ClusterID, Dir: dir, Keys: srv.Keys()}
 	close(ready)
 
 	ctx, cancel := context.WithTimeout(env.Ctx, 5*time.Minute)

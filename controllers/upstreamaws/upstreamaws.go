@@ -8,8 +8,9 @@
 // SetInformers and Initialize. Its cloud config names the VPC, subnet,
 // route table and cluster ID (so it needs no instance metadata) and has
 // three [ServiceOverride] sections sending EC2, ELB and ELBv2 to the lab.
-// Each controller gets its own provider whose override URLs carry
-// /caller/<controller>/, so the call log names the controller.
+// Each controller gets its own provider, which signs with the
+// controller's own access key (awsapi.Keys): the lab's AWS API names the
+// caller in the call log after the key, as CloudTrail names the IAM user.
 //
 // Safety: the SDK falls back to the real AWS endpoint for any service
 // without a matching override (the Service key must be the SDK v2 service
@@ -34,6 +35,7 @@ import (
 	"k8s.io/client-go/rest"
 	cloudprovider "k8s.io/cloud-provider"
 
+	"github.com/ccmlab/ccmlab/lab/awsapi"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 
 	// Registers the "aws" provider factory.
@@ -58,8 +60,11 @@ type Config struct {
 	SubnetID     string
 	RouteTableID string
 	ClusterID    string
-	// Dir is where the cloud config files are written (the data dir).
+	// Dir is where the cloud config file is written (the data dir).
 	Dir string
+	// Keys issues each controller its access key (the AWS API's own
+	// store, so that the API knows the key).
+	Keys *awsapi.Keys
 	// Methods, when set, learns which cloudprovider.Interface method each
 	// controller's provider is in, so the AWS API can put it in the call
 	// log (the lab's cloud's cloud.Cloud.Methods).
@@ -76,15 +81,18 @@ func (c *Config) validate() error {
 			errs = append(errs, fmt.Errorf("%s is required", name))
 		}
 	}
+	if c.Keys == nil {
+		errs = append(errs, errors.New("the AWS API's keys are required"))
+	}
 	return errors.Join(errs...)
 }
 
-// CloudConfig is the provider's cloud config (gcfg INI) for one caller.
-func (c Config) CloudConfig(caller string) string {
+// CloudConfig is the provider's cloud config (gcfg INI).
+func (c Config) CloudConfig() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "[Global]\nRegion = %s\nVPC = %s\nSubnetID = %s\nRouteTableID = %s\nKubernetesClusterID = %s\n",
 		c.Region, c.VPCID, c.SubnetID, c.RouteTableID, c.ClusterID)
-	url := strings.TrimSuffix(c.Endpoint, "/") + "/caller/" + caller + "/"
+	url := strings.TrimSuffix(c.Endpoint, "/") + "/"
 	for i, s := range []struct{ id, signing string }{
 		{serviceEC2, "ec2"}, {serviceELB, "elasticloadbalancing"}, {serviceELBv2, "elasticloadbalancing"},
 	} {
@@ -96,19 +104,20 @@ func (c Config) CloudConfig(caller string) string {
 	return b.String()
 }
 
-// New builds the upstream provider for one controller instance: its calls
-// appear in the call log under caller. client serves the provider's own
-// Kubernetes needs (events); factory feeds its node cache (SetInformers:
-// without it ListRoutes fails "node informer has not synced yet").
+// New builds the upstream provider for one controller instance: it signs
+// with caller's access key, so its calls appear in the call log under
+// caller. client serves the provider's own Kubernetes needs (events);
+// factory feeds its node cache (SetInformers: without it ListRoutes fails
+// "node informer has not synced yet").
 func New(cfg Config, caller string, client kubernetes.Interface, factory informers.SharedInformerFactory, stop <-chan struct{}) (cloudprovider.Interface, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("upstreamaws: %w", err)
 	}
-	path := filepath.Join(cfg.Dir, "aws-cloud-config-"+caller+".ini")
-	if err := os.WriteFile(path, []byte(cfg.CloudConfig(caller)), 0o600); err != nil {
+	creds, err := cfg.Keys.Issue(caller)
+	if err != nil {
 		return nil, fmt.Errorf("upstreamaws: %w", err)
 	}
-	prov, err := cloudprovider.InitCloudProvider(ProviderName, path)
+	prov, err := initProvider(cfg, creds)
 	if err != nil {
 		return nil, fmt.Errorf("upstreamaws: %w", err)
 	}
@@ -120,6 +129,46 @@ func New(cfg Config, caller string, client kubernetes.Interface, factory informe
 		return attributed{Interface: prov, caller: caller, methods: cfg.Methods}, nil
 	}
 	return prov, nil
+}
+
+// processEnv serializes what reads and writes the process's AWS_*
+// variables. It is a package variable because the environment it guards
+// is the process's.
+var processEnv sync.Mutex
+
+// noKey is what AWS_ACCESS_KEY_ID holds between providers: a key the lab
+// never issues (it is not even an access key's shape), so an SDK client
+// built from the environment at any other time is refused, and the SDK
+// never falls back to ~/.aws or instance roles.
+const noKey = "ccmlab-no-key"
+
+// initProvider builds the provider with creds. The provider reads its
+// credentials only from the environment (config.LoadDefaultConfig in
+// aws_sdk.go's Compute, LoadBalancing, LoadBalancingV2 and KeyManagement,
+// all called while InitCloudProvider builds it), and the SDK copies env
+// credentials into a static provider when it loads them
+// (resolveCredentialChain, config/resolve_credentials.go of
+// aws-sdk-go-v2/config v1.29.14). So the controller's key is in the
+// environment exactly while its provider is built, under processEnv.
+func initProvider(cfg Config, creds awsapi.Credentials) (cloudprovider.Interface, error) {
+	processEnv.Lock()
+	defer processEnv.Unlock()
+	path := filepath.Join(cfg.Dir, "aws-cloud-config.ini")
+	if err := os.WriteFile(path, []byte(cfg.CloudConfig()), 0o600); err != nil {
+		return nil, err
+	}
+	if err := setKey(creds.AccessKeyID, creds.SecretAccessKey); err != nil {
+		return nil, err
+	}
+	defer func() { _ = setKey(noKey, noKey) }()
+	return cloudprovider.InitCloudProvider(ProviderName, path)
+}
+
+func setKey(id, secret string) error {
+	if err := os.Setenv("AWS_ACCESS_KEY_ID", id); err != nil {
+		return err
+	}
+	return os.Setenv("AWS_SECRET_ACCESS_KEY", secret)
 }
 
 // clientBuilder hands the provider the controller's own client.
@@ -175,15 +224,18 @@ func (t *Tripwire) Hits() []string {
 func (t *Tripwire) Close() error { return t.srv.Close() }
 
 // SetProcessEnv sets what the AWS SDK reads from the environment: the
-// tripwire as the fallback endpoint, no instance metadata, and the lab's
-// static credentials. The SDK reads only the environment for these, so
-// they are process-wide; the lab sets them once, before any provider.
-func SetProcessEnv(tripwireURL, accessKeyID, secretAccessKey string) error {
+// tripwire as the fallback endpoint, no instance metadata, and no key of
+// the lab's (noKey; each provider gets its controller's key while it is
+// built). The SDK reads only the environment for these, so they are
+// process-wide; the lab sets them once, before any provider.
+func SetProcessEnv(tripwireURL string) error {
+	processEnv.Lock()
+	defer processEnv.Unlock()
 	for k, v := range map[string]string{
 		"AWS_ENDPOINT_URL":          tripwireURL,
 		"AWS_EC2_METADATA_DISABLED": "true",
-		"AWS_ACCESS_KEY_ID":         accessKeyID,
-		"AWS_SECRET_ACCESS_KEY":     secretAccessKey,
+		"AWS_ACCESS_KEY_ID":         noKey,
+		"AWS_SECRET_ACCESS_KEY":     noKey,
 	} {
 		if err := os.Setenv(k, v); err != nil {
 			return err

@@ -6,22 +6,49 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/ccmlab/ccmlab/lab/cloud"
 )
 
-// TestAWSCLI: the stock AWS CLI, pointed at the lab with the lines of
-// aws.env, reads the lab's state.
-func TestAWSCLI(t *testing.T) {
-	awsBin, err := exec.LookPath("aws")
-	if err != nil {
+// awsCLIs are the AWS CLIs on this machine, by version: Debian's awscli
+// 2 in /usr/bin and a pip-installed awscli 1 (botocore) earlier on PATH
+// sign a little differently, and both must keep working.
+func awsCLIs(t *testing.T) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	cands := []string{"/usr/bin/aws"}
+	if p, err := exec.LookPath("aws"); err == nil {
+		cands = append(cands, p)
+	}
+	for _, p := range cands {
+		v, err := exec.Command(p, "--version").CombinedOutput()
+		if err != nil {
+			continue
+		}
+		// "aws-cli/2.9.19 Python/3.11.2 ..." -> "aws-cli/2.9.19"
+		name, _, _ := strings.Cut(strings.TrimSpace(string(v)), " ")
+		if _, dup := out[name]; !dup {
+			out[name] = p
+		}
+	}
+	if len(out) == 0 {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("the aws CLI is not installed (apt-get install awscli)")
 		}
 		t.Skip("the aws CLI is not installed (apt-get install awscli)")
 	}
+	return out
+}
+
+// TestAWSCLI: the stock AWS CLIs, pointed at the lab with the lines of
+// aws.env, read the lab's state, signed with the lab's own key; the call
+// log names them aws-cli. A wrong secret gets SignatureDoesNotMatch and a
+// caller's path InvalidAction.
+func TestAWSCLI(t *testing.T) {
+	clis := awsCLIs(t)
 	l := newLab(t)
 	ctx := cloud.WithCaller(context.Background(), "service-controller")
 	dns, err := l.cloud.CreateELB(ctx, cloud.CreateELBInput{Name: "a1", Subnets: []string{l.net.Subnets[0].ID},
@@ -64,19 +91,13 @@ func TestAWSCLI(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	// The environment comes from aws.env, as a student's shell would.
-	envFile, err := os.ReadFile(filepath.Join(dir, "aws.env"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
-	for _, line := range strings.Split(string(envFile), "\n") {
-		if kv, ok := strings.CutPrefix(line, "export "); ok {
-			env = append(env, kv)
-		}
-	}
-
-	for _, tc := range []struct {
+	envPath := filepath.Join(dir, "aws.env")
+	// Whatever the CLI does, it reaches nothing but the lab: any HTTPS
+	// request (to a real AWS endpoint) goes to a proxy on a closed
+	// loopback port, and only the lab's own address bypasses it.
+	base := []string{"HOME=" + dir, "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null",
+		"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "NO_PROXY=127.0.0.1,localhost"}
+	cases := []struct {
 		args []string
 		want []string // substrings of the JSON answer
 	}{
@@ -89,33 +110,87 @@ func TestAWSCLI(t *testing.T) {
 		{[]string{"elbv2", "describe-load-balancers"}, []string{nlb.ARN, nlb.DNSName, "active"}},
 		{[]string{"elbv2", "describe-target-groups"}, []string{tg.ARN, "30081"}},
 		{[]string{"elbv2", "describe-target-health", "--target-group-arn", tg.ARN}, []string{l.inst[1].ID, "healthy"}},
-	} {
-		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			cmd := exec.Command(awsBin, append(tc.args, "--output", "json")...)
-			cmd.Env = env
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				t.Fatalf("aws %s: %v\n%s", strings.Join(tc.args, " "), err, out)
+		{[]string{"ec2", "create-tags", "--resources", l.inst[0].ID, "--tags", "Key=team,Value=blue green"}, nil},
+	}
+	// run runs the CLI bin as a student's shell does: aws.env sourced
+	// (then the exports of extra), then aws.
+	run := func(t *testing.T, bin string, extra []string, args ...string) ([]byte, error) {
+		t.Helper()
+		script := `. "$1"; shift; ` + strings.Join(extra, "; ")
+		if len(extra) > 0 {
+			script += "; "
+		}
+		cmd := exec.Command("/bin/bash", append([]string{"-c", script + `aws "$@" --output json`, "bash", envPath}, args...)...)
+		cmd.Env = append(slices.Clone(base), "PATH="+filepath.Dir(bin)+":/usr/bin:/bin")
+		return cmd.CombinedOutput()
+	}
+	for version, bin := range clis {
+		t.Run(version, func(t *testing.T) {
+			before := len(l.cloud.Calls(0))
+			for _, tc := range cases {
+				t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+					out, err := run(t, bin, nil, tc.args...)
+					if err != nil {
+						t.Fatalf("aws %s: %v\n%s", strings.Join(tc.args, " "), err, out)
+					}
+					if tc.want == nil {
+						return
+					}
+					var v any
+					if err := json.Unmarshal(out, &v); err != nil {
+						t.Fatalf("not JSON: %v\n%s", err, out)
+					}
+					for _, w := range tc.want {
+						if !strings.Contains(string(out), w) {
+							t.Errorf("answer lacks %q:\n%s", w, out)
+						}
+					}
+				})
 			}
-			var v any
-			if err := json.Unmarshal(out, &v); err != nil {
-				t.Fatalf("not JSON: %v\n%s", err, out)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(string(out), w) {
-					t.Errorf("answer lacks %q:\n%s", w, out)
+			// Every call above went through the cloud's pipeline as the
+			// student's key.
+			n := 0
+			for _, c := range l.cloud.Calls(0)[before:] {
+				if c.Caller == StudentCaller && c.ErrorCode == "" {
+					n++
 				}
+			}
+			if n != len(cases) {
+				t.Fatalf("%d calls by %s in the call log, want %d", n, StudentCaller, len(cases))
+			}
+			if got := instanceTags(l.cloud, l.inst[0].ID)["team"]; got != "blue green" {
+				t.Fatalf("tag team = %q after create-tags", got)
+			}
+
+			// Refusals, which leave nothing in the call log.
+			before = len(l.cloud.Calls(0))
+			for _, tc := range []struct {
+				name, code string
+				extra      []string
+			}{
+				{"wrong secret", "SignatureDoesNotMatch", []string{"export AWS_SECRET_ACCESS_KEY=" + strings.Repeat("x", 40)}},
+				{"unknown key", "AuthFailure", []string{"export AWS_ACCESS_KEY_ID=AKIAAAAAAAAAAAAAAAAA"}},
+				{"a caller's path", "InvalidAction", []string{"export AWS_ENDPOINT_URL=" + srv.URL() + "/caller/service-controller/"}},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					out, err := run(t, bin, tc.extra, "ec2", "describe-vpcs")
+					if err == nil || !strings.Contains(string(out), tc.code) {
+						t.Fatalf("aws ec2 describe-vpcs: %v, want %s:\n%s", err, tc.code, out)
+					}
+				})
+			}
+			if calls := l.cloud.Calls(0)[before:]; len(calls) != 0 {
+				t.Fatalf("refused calls in the call log: %+v", calls)
 			}
 		})
 	}
-	// Every call above went through the cloud's pipeline as the CLI.
-	n := 0
-	for _, c := range l.cloud.Calls(0) {
-		if c.Caller == "aws-cli" {
-			n++
+}
+
+func instanceTags(c *cloud.Cloud, id string) map[string]string {
+	for _, in := range c.Instances() {
+		if in.ID == id {
+			return in.Tags
 		}
 	}
-	if n != 9 {
-		t.Fatalf("%d calls by aws-cli in the call log, want 9", n)
-	}
+	return nil
 }

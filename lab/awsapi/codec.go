@@ -3,11 +3,16 @@ package awsapi
 import (
 	"bytes"
 	"encoding/xml"
+	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"reflect"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // codec reads query-protocol parameters into an SDK input struct and
@@ -21,41 +26,242 @@ type codec struct {
 	// Name.member.1.
 	member   string
 	flatList bool
+	// fields is params reversed: type -> parameter name -> field name.
+	fields map[string]map[string]string
 }
 
-// badParam is a parameter that does not parse; the handler answers it
-// with the service's validation error.
-type badParam struct{ key, value, want string }
-
-func (e *badParam) Error() string {
-	return fmt.Sprintf("Value (%s) for parameter %s is invalid. Expected %s.", e.value, e.key, e.want)
+func newCodec(params, elements map[string]string, member string, flatList bool) codec {
+	c := codec{params: params, elements: elements, member: member, flatList: flatList, fields: map[string]map[string]string{}}
+	for k, name := range params {
+		typ, field, _ := strings.Cut(k, ".")
+		if c.fields[typ] == nil {
+			c.fields[typ] = map[string]string{}
+		}
+		c.fields[typ][name] = field
+	}
+	return c
 }
 
-// decode fills the struct v points to from form.
+// paramError is a parameter the lab refuses; decodeError answers it in
+// the service's spelling.
+type paramError struct {
+	kind             paramKind
+	key, value, want string
+}
+
+type paramKind int
+
+const (
+	paramMalformed paramKind = iota // a name that is not a query parameter's
+	paramUnknown                    // a well-formed name the action does not take
+	paramBadValue                   // a value that does not parse as its type
+	paramBadChar                    // a value with a character AWS refuses
+)
+
+func (e *paramError) Error() string {
+	switch e.kind {
+	case paramMalformed:
+		return fmt.Sprintf("The parameter name '%s' is malformed: a query parameter's name is at most %d characters of letters, digits and dots", clip(e.key), maxParamName)
+	case paramUnknown:
+		return fmt.Sprintf("The parameter %s is not recognized", clip(e.key))
+	case paramBadChar:
+		return fmt.Sprintf("Value for parameter %s contains an invalid character (%s)", clip(e.key), e.want)
+	}
+	return fmt.Sprintf("Value (%s) for parameter %s is invalid. Expected %s.", clip(e.value), clip(e.key), e.want)
+}
+
+// decodeError is the answer to a parameter the codec refused. EC2 has a
+// code for each (UnknownParameter, InvalidCharacter, InvalidQueryParameter,
+// InvalidParameterValue: its common client errors); ELB and ELBv2 answer a
+// malformed or unknown name InvalidQueryParameter and a bad value
+// ValidationError (their common errors).
+func decodeError(svc *service, err error) *apiError {
+	var pe *paramError
+	if !errors.As(err, &pe) {
+		return &apiError{http.StatusBadRequest, validationCode(svc), err.Error()}
+	}
+	ec2 := svc.ID == "ec2"
+	code := validationCode(svc)
+	switch {
+	case pe.kind == paramMalformed:
+		code = "InvalidQueryParameter"
+	case pe.kind == paramUnknown && ec2:
+		code = "UnknownParameter"
+	case pe.kind == paramUnknown:
+		code = "InvalidQueryParameter"
+	case pe.kind == paramBadChar && ec2:
+		code = "InvalidCharacter"
+	}
+	return &apiError{http.StatusBadRequest, code, pe.Error()}
+}
+
+// maxParamName bounds a parameter's name. The longest the lab's actions
+// take (ELBv2's Actions.member.N.ForwardConfig.TargetGroups.member.N.
+// TargetGroupArn) is under 80 characters.
+const maxParamName = 256
+
+// maxIndex bounds a list index's digits: a form of at most maxBody bytes
+// has fewer elements than that.
+const maxIndexDigits = 6
+
+// commonParams are the parameters of every action.
+var commonParams = map[string]bool{"Action": true, "Version": true}
+
+// decode fills the struct v points to from form. Every parameter must be
+// one the action takes, and every value free of characters AWS refuses,
+// before anything is read: a refused request changes nothing.
 func (c *codec) decode(form url.Values, v reflect.Value) error {
-	return c.decodeStruct(newQuery(form), v.Elem(), "")
+	q, err := c.newQuery(form, v.Type().Elem())
+	if err != nil {
+		return err
+	}
+	return c.decodeStruct(q, v.Elem(), "")
 }
 
 // query is a request's parameters with every dotted prefix of their
 // names ("Instances.", "Instances.member.", "Instances.member.1."), so
 // that asking whether a list element or a structure is present costs a
 // lookup: a scan of every name per element made a RegisterInstances of a
-// thousand instances a million string compares.
+// thousand instances a million string compares. Names are checked
+// against the action's input type first, so each is at most maxParamName
+// long and the prefixes cost a constant per parameter: building a query
+// is linear in the form's size.
 type query struct {
 	form     url.Values
 	prefixes map[string]bool
+	// work counts the bytes examined (names checked, prefixes hashed,
+	// values scanned), so a test can show it is linear in the input.
+	work int
 }
 
-func newQuery(form url.Values) query {
+func (c *codec) newQuery(form url.Values, in reflect.Type) (query, error) {
 	q := query{form: form, prefixes: map[string]bool{}}
+	for k, vs := range form {
+		if err := c.checkName(&q, in, k); err != nil {
+			return q, err
+		}
+		for _, v := range vs {
+			q.work += len(v)
+			if why := badChars(v); why != "" {
+				return q, &paramError{kind: paramBadChar, key: k, value: v, want: why}
+			}
+		}
+	}
 	for k := range form {
 		for i := range len(k) {
 			if k[i] == '.' {
 				q.prefixes[k[:i+1]] = true
+				q.work += i + 1
 			}
 		}
 	}
-	return q
+	return q, nil
+}
+
+// checkName accepts a parameter name only if it names a value of the
+// input type t: each dotted segment a field's wire name, or a list's
+// index (after "member" for ELB's lists), down to a scalar. It stops at
+// the first segment that is not, so a name of a million dots costs one.
+func (c *codec) checkName(q *query, t reflect.Type, key string) error {
+	q.work++
+	if commonParams[key] {
+		return nil
+	}
+	if len(key) > maxParamName {
+		return &paramError{kind: paramMalformed, key: key}
+	}
+	for i := range len(key) {
+		b := key[i]
+		if !(b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '.') {
+			return &paramError{kind: paramMalformed, key: key}
+		}
+	}
+	q.work += len(key)
+	rest := key
+	for {
+		seg, tail, more := strings.Cut(rest, ".")
+		if seg == "" {
+			return &paramError{kind: paramMalformed, key: key}
+		}
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		switch {
+		case t.Kind() == reflect.Struct && t != reflect.TypeFor[time.Time]():
+			f, ok := c.fields[t.Name()][seg]
+			if !ok {
+				return &paramError{kind: paramUnknown, key: key}
+			}
+			sf, ok := t.FieldByName(f)
+			if !ok {
+				return &paramError{kind: paramUnknown, key: key}
+			}
+			t = sf.Type
+		case t.Kind() == reflect.Slice:
+			if !c.flatList {
+				if seg != "member" || !more {
+					return &paramError{kind: paramUnknown, key: key}
+				}
+				seg, tail, more = strings.Cut(tail, ".")
+			}
+			if !isIndex(seg) {
+				return &paramError{kind: paramUnknown, key: key}
+			}
+			t = t.Elem()
+		default:
+			// A scalar has no fields.
+			return &paramError{kind: paramUnknown, key: key}
+		}
+		if !more {
+			break
+		}
+		rest = tail
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String, reflect.Bool, reflect.Int32, reflect.Int64, reflect.Float64:
+		return nil
+	}
+	if t == reflect.TypeFor[time.Time]() {
+		return nil
+	}
+	// A structure or a list has no value of its own.
+	return &paramError{kind: paramUnknown, key: key}
+}
+
+// isIndex accepts a list index: 1, 2, ... without leading zeros.
+func isIndex(s string) bool {
+	if s == "" || len(s) > maxIndexDigits || s[0] == '0' {
+		return false
+	}
+	for i := range len(s) {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// badChars says why AWS would refuse a value's characters, or "": it must
+// be UTF-8 without control characters other than tab, line feed and
+// carriage return, which is also what an XML 1.0 answer can carry back.
+func badChars(s string) string {
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError:
+			if _, n := utf8.DecodeRuneInString(s[i:]); n <= 1 {
+				return "not UTF-8"
+			}
+		case r == '\t' || r == '\n' || r == '\r':
+		case unicode.IsControl(r):
+			return fmt.Sprintf("control character %U", r)
+		case r == 0xFFFE || r == 0xFFFF:
+			return fmt.Sprintf("noncharacter %U", r)
+		}
+	}
+	return ""
 }
 
 // hasPrefix reports whether a parameter's name starts with prefix, which
@@ -132,19 +338,19 @@ func (c *codec) decodeValue(q query, fv reflect.Value, key string) error {
 	case reflect.Bool:
 		b, err := strconv.ParseBool(s)
 		if err != nil {
-			return &badParam{key, s, "true or false"}
+			return &paramError{kind: paramBadValue, key: key, value: s, want: "true or false"}
 		}
 		target.SetBool(b)
 	case reflect.Int32, reflect.Int64:
 		n, err := strconv.ParseInt(s, 10, target.Type().Bits())
 		if err != nil {
-			return &badParam{key, s, "an integer"}
+			return &paramError{kind: paramBadValue, key: key, value: s, want: "an integer"}
 		}
 		target.SetInt(n)
 	case reflect.Float64:
 		n, err := strconv.ParseFloat(s, 64)
 		if err != nil {
-			return &badParam{key, s, "a number"}
+			return &paramError{kind: paramBadValue, key: key, value: s, want: "a number"}
 		}
 		target.SetFloat(n)
 	default:

@@ -13,7 +13,7 @@ import (
 	"github.com/ccmlab/ccmlab/lab/cloud"
 )
 
-const ownerID = "000000000000"
+const ownerID = Account
 
 func (h *Handler) ec2Actions() []Action {
 	return []Action{

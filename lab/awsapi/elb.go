@@ -2,8 +2,12 @@ package awsapi
 
 import (
 	"context"
+	"fmt"
 	"maps"
+	"net/http"
+	"regexp"
 	"slices"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing"
@@ -43,12 +47,38 @@ func elbTags(m map[string]string) []elbtypes.Tag {
 	return out
 }
 
-func elbTagMap(ts []elbtypes.Tag) map[string]string {
+func elbTagMap(ts []elbtypes.Tag) (map[string]string, error) {
 	m := map[string]string{}
-	for _, t := range ts {
-		m[aws.ToString(t.Key)] = aws.ToString(t.Value)
+	for i, t := range ts {
+		k, v := aws.ToString(t.Key), aws.ToString(t.Value)
+		if err := checkELBTag(i+1, k, v); err != nil {
+			return nil, err
+		}
+		m[k] = v
 	}
-	return m
+	return m, nil
+}
+
+// elbTagRe is the pattern of an ELB or ELBv2 tag's key and value, and
+// the lengths their limits (Elastic Load Balancing API Reference, Tag, of
+// both API versions): refused before the cloud sees them.
+var elbTagRe = regexp.MustCompile(`^([\p{L}\p{Z}\p{N}_.:/=+\-@]*)$`)
+
+func checkELBTag(i int, key, value string) error {
+	for _, f := range []struct {
+		name, v  string
+		min, max int
+	}{{"key", key, 1, 128}, {"value", value, 0, 256}} {
+		if n := utf8.RuneCountInString(f.v); n < f.min || n > f.max {
+			return &apiError{http.StatusBadRequest, "ValidationError", fmt.Sprintf(
+				"1 validation error detected: Value at 'tags.%d.member.%s' failed to satisfy constraint: Member must have length between %d and %d", i, f.name, f.min, f.max)}
+		}
+		if !elbTagRe.MatchString(f.v) {
+			return &apiError{http.StatusBadRequest, "ValidationError", fmt.Sprintf(
+				"1 validation error detected: Value %q at 'tags.%d.member.%s' failed to satisfy constraint: Member must satisfy regular expression pattern: %s", clip(f.v), i, f.name, elbTagRe)}
+		}
+	}
+	return nil
 }
 
 func instances(ids []string) []elbtypes.Instance {
@@ -146,9 +176,13 @@ func fromELBListeners(ls []elbtypes.Listener) []cloud.ELBListener {
 }
 
 func (h *Handler) elbCreateLoadBalancer(ctx context.Context, in *elb.CreateLoadBalancerInput) (*elb.CreateLoadBalancerOutput, error) {
+	tags, err := elbTagMap(in.Tags)
+	if err != nil {
+		return nil, err
+	}
 	dns, err := h.cfg.Cloud.CreateELB(ctx, cloud.CreateELBInput{
 		Name: aws.ToString(in.LoadBalancerName), Listeners: fromELBListeners(in.Listeners), Subnets: in.Subnets,
-		SecurityGroups: in.SecurityGroups, Scheme: aws.ToString(in.Scheme), Tags: elbTagMap(in.Tags),
+		SecurityGroups: in.SecurityGroups, Scheme: aws.ToString(in.Scheme), Tags: tags,
 	})
 	if err != nil {
 		return nil, err
@@ -278,7 +312,11 @@ func (h *Handler) elbDetachSubnets(ctx context.Context, in *elb.DetachLoadBalanc
 }
 
 func (h *Handler) elbAddTags(ctx context.Context, in *elb.AddTagsInput) (*elb.AddTagsOutput, error) {
-	return &elb.AddTagsOutput{}, h.cfg.Cloud.ELBAddTags(ctx, in.LoadBalancerNames, elbTagMap(in.Tags))
+	tags, err := elbTagMap(in.Tags)
+	if err != nil {
+		return nil, err
+	}
+	return &elb.AddTagsOutput{}, h.cfg.Cloud.ELBAddTags(ctx, in.LoadBalancerNames, tags)
 }
 
 func (h *Handler) elbDescribeTags(ctx context.Context, in *elb.DescribeTagsInput) (*elb.DescribeTagsOutput, error) {

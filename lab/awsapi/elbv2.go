@@ -45,12 +45,16 @@ func v2Tags(m map[string]string) []v2types.Tag {
 	return out
 }
 
-func v2TagMap(ts []v2types.Tag) map[string]string {
+func v2TagMap(ts []v2types.Tag) (map[string]string, error) {
 	m := map[string]string{}
-	for _, t := range ts {
-		m[aws.ToString(t.Key)] = aws.ToString(t.Value)
+	for i, t := range ts {
+		k, v := aws.ToString(t.Key), aws.ToString(t.Value)
+		if err := checkELBTag(i+1, k, v); err != nil {
+			return nil, err
+		}
+		m[k] = v
 	}
-	return m
+	return m, nil
 }
 
 func (h *Handler) toV2LB(lb cloud.NLB) v2types.LoadBalancer {
@@ -74,8 +78,12 @@ func (h *Handler) v2CreateLoadBalancer(ctx context.Context, in *elbv2.CreateLoad
 	for _, m := range in.SubnetMappings {
 		subnets = append(subnets, aws.ToString(m.SubnetId))
 	}
+	tags, err := v2TagMap(in.Tags)
+	if err != nil {
+		return nil, err
+	}
 	lb, err := h.cfg.Cloud.CreateNLB(ctx, cloud.CreateNLBInput{Name: aws.ToString(in.Name), Subnets: subnets, SecurityGroups: in.SecurityGroups,
-		Scheme: string(in.Scheme), Type: string(in.Type), IPAddressType: string(in.IpAddressType), Tags: v2TagMap(in.Tags)})
+		Scheme: string(in.Scheme), Type: string(in.Type), IPAddressType: string(in.IpAddressType), Tags: tags})
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +186,11 @@ func applyHealthCheck(hc *cloud.TGHealthCheck, proto v2types.ProtocolEnum, port,
 }
 
 func (h *Handler) v2CreateTargetGroup(ctx context.Context, in *elbv2.CreateTargetGroupInput) (*elbv2.CreateTargetGroupOutput, error) {
-	tg := cloud.TargetGroup{Name: aws.ToString(in.Name), Protocol: string(in.Protocol), Port: aws.ToInt32(in.Port), TargetType: string(in.TargetType), Tags: v2TagMap(in.Tags)}
+	tags, err := v2TagMap(in.Tags)
+	if err != nil {
+		return nil, err
+	}
+	tg := cloud.TargetGroup{Name: aws.ToString(in.Name), Protocol: string(in.Protocol), Port: aws.ToInt32(in.Port), TargetType: string(in.TargetType), Tags: tags}
 	applyHealthCheck(&tg.HealthCheck, in.HealthCheckProtocol, in.HealthCheckPort, in.HealthCheckPath, in.HealthCheckIntervalSeconds,
 		in.HealthCheckTimeoutSeconds, in.HealthyThresholdCount, in.UnhealthyThresholdCount)
 	got, err := h.cfg.Cloud.CreateTargetGroup(ctx, tg)
@@ -326,7 +338,11 @@ func (h *Handler) v2DeleteListener(ctx context.Context, in *elbv2.DeleteListener
 }
 
 func (h *Handler) v2AddTags(ctx context.Context, in *elbv2.AddTagsInput) (*elbv2.AddTagsOutput, error) {
-	_, err := h.cfg.Cloud.ELBv2Tags(ctx, in.ResourceArns, v2TagMap(in.Tags))
+	tags, err := v2TagMap(in.Tags)
+	if err != nil {
+		return nil, err
+	}
+	_, err = h.cfg.Cloud.ELBv2Tags(ctx, in.ResourceArns, tags)
 	return &elbv2.AddTagsOutput{}, err
 }
 

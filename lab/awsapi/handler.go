@@ -7,12 +7,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"reflect"
-	"regexp"
 	"strings"
+
+	"k8s.io/utils/clock"
 
 	"github.com/ccmlab/ccmlab/lab/cloud"
 )
@@ -29,22 +31,22 @@ const (
 // Config configures a Handler.
 type Config struct {
 	Cloud *cloud.Cloud
-	// AccessKeyID is the one access key the API accepts; the secret is
-	// not checked (the signature is not verified: the listener is
-	// loopback-only and the key only keeps a stray client out).
-	AccessKeyID string // default "AKIACCMLAB0000000000"
-	Logger      *slog.Logger
+	// Keys are the access keys the API accepts; a request's caller in the
+	// call log is its key's (default: an empty store, which accepts no
+	// request until a key is issued).
+	Keys *Keys
+	// Clock is what a request's X-Amz-Date is checked against (default
+	// the real clock).
+	Clock  clock.PassiveClock
+	Logger *slog.Logger
 }
 
-// DefaultAccessKeyID and DefaultSecretAccessKey are the lab's credentials.
-const (
-	DefaultAccessKeyID     = "AKIACCMLABLOCAL00000"
-	DefaultSecretAccessKey = "ccmlab-local-secret-not-a-real-key"
-)
-
 func (c *Config) setDefaults() {
-	if c.AccessKeyID == "" {
-		c.AccessKeyID = DefaultAccessKeyID
+	if c.Keys == nil {
+		c.Keys = NewKeys()
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -57,6 +59,10 @@ func (c *Config) validate() error {
 	}
 	return nil
 }
+
+// maxBody bounds a request's form: the largest the lab's callers send
+// (a RegisterTargets of every node) is a few kilobytes.
+const maxBody = 1 << 20
 
 // Handler serves EC2, ELB and ELBv2 in the AWS query protocol.
 type Handler struct {
@@ -121,13 +127,13 @@ func (h *Handler) newServices() []*service {
 	return []*service{
 		{ID: "ec2", Module: "github.com/aws/aws-sdk-go-v2/service/ec2", Version: VersionEC2, SigningName: "ec2", CallService: cloud.ServiceEC2,
 			Namespace: "http://ec2.amazonaws.com/doc/" + VersionEC2 + "/", Actions: h.ec2Actions(),
-			codec: codec{params: ec2Params, elements: ec2Elements, member: "item", flatList: true}},
+			codec: newCodec(ec2Params, ec2Elements, "item", true)},
 		{ID: "elb", Module: "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancing", Version: VersionELB, SigningName: "elasticloadbalancing", CallService: cloud.ServiceELB,
 			Namespace: "http://elasticloadbalancing.amazonaws.com/doc/" + VersionELB + "/", Actions: h.elbActions(),
-			codec: codec{params: elbParams, elements: elbElements, member: "member"}},
+			codec: newCodec(elbParams, elbElements, "member", false)},
 		{ID: "elbv2", Module: "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2", Version: VersionELBv2, SigningName: "elasticloadbalancing", CallService: cloud.ServiceELBv2,
 			Namespace: "http://elasticloadbalancing.amazonaws.com/doc/" + VersionELBv2 + "/", Actions: h.elbv2Actions(),
-			codec: codec{params: elbv2Params, elements: elbv2Elements, member: "member"}},
+			codec: newCodec(elbv2Params, elbv2Elements, "member", false)},
 	}
 }
 
@@ -139,11 +145,6 @@ type apiError struct {
 }
 
 func (e *apiError) Error() string { return e.Code + ": " + e.Message }
-
-var credentialRe = regexp.MustCompile(`Credential=([^/,\s]+)/[^/]+/[^/]+/([^/]+)/aws4_request`)
-
-// callerRe keeps a caller taken from the URL to a plain name.
-var callerRe = regexp.MustCompile(`^[a-z][a-z0-9-]{0,62}$`)
 
 // isLoopbackHost accepts only Host headers naming the loopback interface,
 // so a web page that rebinds a DNS name to 127.0.0.1 cannot drive the
@@ -167,40 +168,43 @@ func newRequestID() string {
 	return s[:8] + "-" + s[8:12] + "-" + s[12:16] + "-" + s[16:20] + "-" + s[20:]
 }
 
-// ServeHTTP answers one query-protocol request. The path may start with
-// /caller/<name>/ to name the caller in the call log (the lab gives each
-// controller its own endpoint URL); otherwise the caller is "aws-cli".
+// ServeHTTP answers one query-protocol request. The caller in the call
+// log is the IAM user whose access key signed it (Keys).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	reqID := newRequestID()
 	if !isLoopbackHost(r.Host) {
 		http.Error(w, "misdirected request: the lab's AWS API answers only to a loopback Host", http.StatusMisdirectedRequest)
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
+	// The body is read once: the signature covers its hash, the form is
+	// parsed from it.
+	form, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		writeError(w, nil, reqID, &apiError{http.StatusBadRequest, "MalformedQueryString", fmt.Sprintf("the request body is not a form of at most %d bytes", maxBody)})
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(form))
 	if err := r.ParseForm(); err != nil {
 		writeError(w, nil, reqID, &apiError{http.StatusBadRequest, "MalformedQueryString", "the request body is not a form"})
 		return
 	}
 	svc := h.services[r.Form.Get("Version")]
-	m := credentialRe.FindStringSubmatch(r.Header.Get("Authorization"))
-	switch {
-	case svc == nil:
+	if svc == nil {
 		writeError(w, nil, reqID, &apiError{http.StatusBadRequest, "InvalidParameterValue",
-			fmt.Sprintf("unknown API version %q; this endpoint serves EC2 %s, ELB %s and ELBv2 %s", r.Form.Get("Version"), VersionEC2, VersionELB, VersionELBv2)})
+			fmt.Sprintf("unknown API version %q; this endpoint serves EC2 %s, ELB %s and ELBv2 %s", clip(r.Form.Get("Version")), VersionEC2, VersionELB, VersionELBv2)})
 		return
-	case m == nil:
-		writeError(w, svc, reqID, &apiError{http.StatusForbidden, "MissingAuthenticationToken", "Request is missing Authentication Token (a SigV4 Authorization header)"})
+	}
+	id, aerr := h.authenticate(r, form, svc)
+	if aerr != nil {
+		h.cfg.Logger.Debug("awsapi: refused", "code", aerr.Code, "message", aerr.Message)
+		writeError(w, svc, reqID, aerr)
 		return
-	case m[1] != h.cfg.AccessKeyID:
-		code := "InvalidClientTokenId"
-		if svc.ID == "ec2" {
-			code = "AuthFailure"
-		}
-		writeError(w, svc, reqID, &apiError{http.StatusUnauthorized, code, "The security token included in the request is invalid (see <data-dir>/aws.env for the lab's key)"})
-		return
-	case m[2] != svc.SigningName:
-		writeError(w, svc, reqID, &apiError{http.StatusBadRequest, "InvalidParameterValue",
-			fmt.Sprintf("credential scope service %q does not serve API version %s", m[2], svc.Version)})
+	}
+	// The query protocol is served at / only: a path names no caller and
+	// no service here.
+	if r.URL.Path != "/" {
+		writeError(w, svc, reqID, &apiError{http.StatusBadRequest, "InvalidAction",
+			fmt.Sprintf("The lab's AWS API serves the query protocol at path / only, not %q", clip(r.URL.Path))})
 		return
 	}
 	name := r.Form.Get("Action")
@@ -211,21 +215,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if a == nil {
-		writeError(w, svc, reqID, &apiError{http.StatusBadRequest, "InvalidAction", fmt.Sprintf("The action %s is not valid for this web service (the lab implements what cloud-provider-aws calls)", name)})
+		writeError(w, svc, reqID, &apiError{http.StatusBadRequest, "InvalidAction", fmt.Sprintf("The action %s is not valid for this web service (the lab implements what cloud-provider-aws calls)", clip(name))})
 		return
 	}
-	caller := "aws-cli"
-	if rest, ok := strings.CutPrefix(r.URL.Path, "/caller/"); ok {
-		c, _, _ := strings.Cut(rest, "/")
-		if !callerRe.MatchString(c) {
-			writeError(w, svc, reqID, &apiError{http.StatusBadRequest, "InvalidParameterValue", "caller names are lowercase letters, digits and hyphens"})
-			return
-		}
-		caller = c
-	}
+	caller := id.Caller
 	in := reflect.New(a.In)
 	if err := svc.codec.decode(r.Form, in); err != nil {
-		writeError(w, svc, reqID, &apiError{http.StatusBadRequest, validationCode(svc), err.Error()})
+		writeError(w, svc, reqID, decodeError(svc, err))
 		return
 	}
 	ctx := cloud.WithService(cloud.WithCaller(r.Context(), caller), svc.CallService)

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/ccmlab/ccmlab/internal/datafs"
+	"github.com/ccmlab/ccmlab/internal/httpguard"
 )
 
 // ServerConfig configures a Server.
@@ -17,13 +20,29 @@ type ServerConfig struct {
 	// Listen is a loopback host:port; port 0 picks a free one.
 	Listen string // default "127.0.0.1:0"
 	// EnvPath, when set, is where the server writes export lines for
-	// AWS_ENDPOINT_URL, the credentials and the region (<data-dir>/aws.env).
+	// AWS_ENDPOINT_URL, the student's key and the region
+	// (<data-dir>/aws.env).
 	EnvPath string
+	// KeyPath is where the student's key is kept across restarts
+	// (default: aws-key.json beside EnvPath; without either the key lives
+	// in memory only).
+	KeyPath string
+	// Files writes the data dir's files (default datafs.OS{}).
+	Files datafs.Writer
 }
 
 func (c *ServerConfig) setDefaults() {
 	if c.Listen == "" {
 		c.Listen = "127.0.0.1:0"
+	}
+	if c.KeyPath == "" && c.EnvPath != "" {
+		c.KeyPath = filepath.Join(filepath.Dir(c.EnvPath), "aws-key.json")
+	}
+	if c.Files == nil {
+		c.Files = datafs.OS{}
+	}
+	if c.Handler.Keys == nil {
+		c.Handler.Keys = NewKeys()
 	}
 }
 
@@ -42,9 +61,10 @@ func ValidateListen(addr string) error {
 
 // Server serves the API on a loopback listener.
 type Server struct {
-	cfg ServerConfig
-	ln  net.Listener
-	srv *http.Server
+	cfg     ServerConfig
+	ln      net.Listener
+	srv     *http.Server
+	student Credentials
 }
 
 // Listen binds the listener and writes the env file; Serve then answers.
@@ -57,13 +77,31 @@ func Listen(cfg ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	var student Credentials
+	if cfg.KeyPath != "" {
+		if student, err = LoadStudentKey(cfg.KeyPath, cfg.Files); err == nil {
+			err = cfg.Handler.Keys.Add(StudentCaller, student)
+		}
+	} else {
+		student, err = cfg.Handler.Keys.Issue(StudentCaller)
+	}
+	if err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("AWS API: %w", err)
 	}
-	s := &Server{cfg: cfg, ln: ln, srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}}
+	// httpguard's bounds, its WriteTimeout per write: a call held in step
+	// mode, or slowed by injected latency, answers whenever it is let go.
+	srv, err := httpguard.NewServer(httpguard.ServerConfig{Handler: h})
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	s := &Server{cfg: cfg, ln: ln, srv: srv, student: student}
 	if cfg.EnvPath != "" {
-		if err := WriteEnv(cfg.EnvPath, s.URL(), cfg.Handler.Cloud.Config().Region); err != nil {
+		if err := WriteEnv(cfg.Files, cfg.EnvPath, s.URL(), cfg.Handler.Cloud.Config().Region, student); err != nil {
 			ln.Close()
 			return nil, err
 		}
@@ -73,6 +111,12 @@ func Listen(cfg ServerConfig) (*Server, error) {
 
 // URL is the endpoint URL, e.g. http://127.0.0.1:4566.
 func (s *Server) URL() string { return "http://" + s.ln.Addr().String() }
+
+// StudentKey is the key aws.env gives the student's shell.
+func (s *Server) StudentKey() Credentials { return s.student }
+
+// Keys is the server's key store: a lab caller asks it for its own key.
+func (s *Server) Keys() *Keys { return s.cfg.Handler.Keys }
 
 // Serve answers until ctx ends, then shuts down.
 func (s *Server) Serve(ctx context.Context) error {
@@ -92,10 +136,12 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 }
 
-// WriteEnv writes the export lines the AWS CLI needs to talk to the lab:
-// `. <data-dir>/aws.env` and then `aws ec2 describe-instances`.
-func WriteEnv(path, endpoint, region string) error {
+// WriteEnv writes the export lines the AWS CLI needs to talk to the lab
+// as the student: `. <data-dir>/aws.env` and then `aws ec2
+// describe-instances`.
+func WriteEnv(files datafs.Writer, path, endpoint, region string, c Credentials) error {
 	body := fmt.Sprintf(`# The lab's simulated AWS (ccmlab): . this file, then use the aws CLI.
+# The key is this lab's own (IAM user %s); the call log names its calls %s.
 export AWS_ENDPOINT_URL=%s
 export AWS_ACCESS_KEY_ID=%s
 export AWS_SECRET_ACCESS_KEY=%s
@@ -103,9 +149,12 @@ export AWS_DEFAULT_REGION=%s
 export AWS_REGION=%s
 export AWS_EC2_METADATA_DISABLED=true
 export AWS_PAGER=
-`, endpoint, DefaultAccessKeyID, DefaultSecretAccessKey, region, region)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+# AWS CLI versions before 2.13 (Debian 12's is 2.9) ignore AWS_ENDPOINT_URL
+# and would call the real AWS: the command line names the lab for them.
+aws() { command aws --endpoint-url "$AWS_ENDPOINT_URL" "$@"; }
+`, StudentCaller, StudentCaller, endpoint, c.AccessKeyID, c.SecretAccessKey, region, region)
+	return files.WriteFileAtomic(path, func(w io.Writer) error {
+		_, err := io.WriteString(w, body)
 		return err
-	}
-	return os.WriteFile(path, []byte(body), 0o600)
+	})
 }
