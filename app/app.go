@@ -101,6 +101,15 @@ type Config struct {
 	// into the data dir (default datafs.OS{}); tests inject a
 	// datafs.Switch to make that disk full.
 	Files datafs.Writer
+
+	// MemoryLimit is the Go soft memory limit, in bytes, of the process
+	// that runs the lab (runtime/debug.SetMemoryLimit; 0: none), and
+	// MaxOpenFiles its RLIMIT_NOFILE (0: as inherited). Both belong to the
+	// process, so the process applies them: cmd/ccmlab's serve does
+	// (DefaultMemoryLimit unless --memory-limit or GOMEMLIMIT say
+	// otherwise); a test running labs in its own process leaves them 0.
+	MemoryLimit  int64
+	MaxOpenFiles int
 }
 
 // Lab is what the simulation is built from: the profile, switches, add-ons,
@@ -289,6 +298,7 @@ func (a *App) startCluster(ctx context.Context) (cluster, error) {
 		Verbosity:     a.cfg.Verbosity,
 		Progress:      a.cfg.Progress,
 		APIServerOnly: a.cfg.BareAPIServer,
+		Logger:        a.cfg.Logger.With("component", "etcd"),
 	})
 }
 

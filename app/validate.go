@@ -21,6 +21,20 @@ const (
 	// MinTokenLen keeps a lab's token out of reach of guessing: the lab
 	// answers as fast as it can, with no lockout.
 	MinTokenLen = 16
+	// DefaultMemoryLimit is a lab's Go soft memory limit: an idle lab's
+	// runtime holds about 150 MB (docs/footprint.md), a busy 3-node lab a
+	// few hundred; past the limit the collector runs more often, so a
+	// runaway lab spends its own CPU before the machine's memory.
+	DefaultMemoryLimit = 1 << 30
+	// MinMemoryLimit is the least limit that leaves an idle lab room: below
+	// it the collector would run all the time.
+	MinMemoryLimit = 256 << 20
+	// MinOpenFiles is the least RLIMIT_NOFILE a lab starts with: its own
+	// listeners, etcd's files and the control plane's loopback
+	// connections take several hundred (docs/security.md).
+	MinOpenFiles = 1024
+	// MaxOpenFiles bounds the limit a lab may ask for.
+	MaxOpenFiles = 1 << 20
 )
 
 // Validate checks c with its defaults applied, as New does: it is the one
@@ -60,6 +74,12 @@ func (c *Config) validate() field.ErrorList {
 	}
 	if c.Verbosity < 0 {
 		errs = append(errs, field.Invalid(field.NewPath("Verbosity"), c.Verbosity, "must not be negative"))
+	}
+	if c.MemoryLimit != 0 && c.MemoryLimit < MinMemoryLimit {
+		errs = append(errs, field.Invalid(field.NewPath("MemoryLimit"), c.MemoryLimit, fmt.Sprintf("must be 0 (none) or at least %d MiB: an idle lab's runtime holds about 150 MB", MinMemoryLimit>>20)))
+	}
+	if c.MaxOpenFiles != 0 && (c.MaxOpenFiles < MinOpenFiles || c.MaxOpenFiles > MaxOpenFiles) {
+		errs = append(errs, field.Invalid(field.NewPath("MaxOpenFiles"), c.MaxOpenFiles, fmt.Sprintf("must be 0 (as inherited) or between %d and %d", MinOpenFiles, MaxOpenFiles)))
 	}
 	errs = append(errs, c.validateHTTP()...)
 	if c.AWSListen != "" {

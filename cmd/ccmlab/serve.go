@@ -21,11 +21,13 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/api/resource"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/ccmlab/ccmlab/app"
 	"github.com/ccmlab/ccmlab/app/sim"
+	"github.com/ccmlab/ccmlab/internal/httpguard"
 	"github.com/ccmlab/ccmlab/lab/profile"
 )
 
@@ -54,10 +56,16 @@ type serveOptions struct {
 	// restart: the page may restart the lab into the profile or add-ons an
 	// exercise needs (off in a classroom's labs).
 	restart bool
+	// memoryLimit is the Go soft memory limit as a quantity ("1Gi", "0"
+	// for none); maxOpenFiles the RLIMIT_NOFILE (0: as inherited). A
+	// classroom sets both for each lab (memory.go applies them).
+	memoryLimit  string
+	maxOpenFiles int
 }
 
 func defaultServeOptions() *serveOptions {
-	return &serveOptions{listen: "127.0.0.1:8080", dataDir: ".ccmlab", nodes: sim.DefaultNodes, profile: sim.DefaultProfile, token: os.Getenv("CCMLAB_TOKEN"), awsListen: "127.0.0.1:0", restart: true}
+	return &serveOptions{listen: "127.0.0.1:8080", dataDir: ".ccmlab", nodes: sim.DefaultNodes, profile: sim.DefaultProfile, token: os.Getenv("CCMLAB_TOKEN"), awsListen: "127.0.0.1:0", restart: true,
+		memoryLimit: resource.NewQuantity(app.DefaultMemoryLimit, resource.BinarySI).String()}
 }
 
 func (o *serveOptions) addFlags(fs *pflag.FlagSet) {
@@ -80,6 +88,8 @@ func (o *serveOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.awsProvider, "aws-provider", o.awsProvider, fmt.Sprintf("the CCM's cloud provider on the aws and vpc-cni profiles: lab (the lab's own) or upstream (k8s.io/cloud-provider-aws talking to the lab's AWS API); empty: the profile's default (%s on aws)",
 		sim.DefaultAWSProvider(awsDefault)))
 	fs.BoolVar(&o.restart, "restart", o.restart, "let the page restart the lab into the profile or add-ons an exercise needs (a fresh cluster in the same data dir, exercise progress kept; the old state moves to <data-dir>.previous); never with --kubeconfig")
+	fs.StringVar(&o.memoryLimit, "memory-limit", o.memoryLimit, "the lab's Go soft memory limit, as a quantity (768Mi, 2Gi; 0: none); GOMEMLIMIT in the environment wins")
+	fs.IntVar(&o.maxOpenFiles, "max-open-files", o.maxOpenFiles, "the lab's limit of open files and sockets (RLIMIT_NOFILE, soft and hard; 0: as inherited)")
 	fs.StringVar(&o.pprof, "pprof", "", "serve Go runtime profiles (/debug/pprof/) on this loopback address (off by default)")
 	_ = fs.MarkHidden("pprof")
 }
@@ -101,7 +111,12 @@ func (o *serveOptions) config() (app.Config, error) {
 	if o.addons != "" {
 		addons = strings.Split(o.addons, ",")
 	}
+	mem, err := resource.ParseQuantity(o.memoryLimit)
+	if err != nil {
+		return app.Config{}, fmt.Errorf("--memory-limit %q: not a quantity such as 768Mi or 2Gi (0: none)", o.memoryLimit)
+	}
 	cfg := app.Config{
+		MemoryLimit: mem.Value(), MaxOpenFiles: o.maxOpenFiles,
 		DataDir: o.dataDir, Profile: p, Controllers: enabled, Addons: addons,
 		Nodes: o.nodes, CloudLatency: o.cloudLatency, Verbosity: o.verbosity, Token: o.token,
 		Listen: o.listen, AllowedHosts: o.allowHosts, AWSListen: o.awsListen, AWSProvider: o.awsProvider,
@@ -120,6 +135,7 @@ var flagNames = map[string]string{
 	"Nodes": "--nodes", "CloudLatency": "--cloud-latency", "Verbosity": "-v", "Token": "--token",
 	"Listen": "--listen", "AllowedHosts": "--allow-host", "AWSListen": "--aws-listen", "AWSProvider": "--aws-provider",
 	"Kubeconfig": "--kubeconfig", "ClusterCIDR": "--cluster-cidr", "BareAPIServer": "--bare-apiserver",
+	"MemoryLimit": "--memory-limit", "MaxOpenFiles": "--max-open-files",
 }
 
 // inDetail renames the fields an error's detail mentions. The token can
@@ -181,7 +197,8 @@ type restartRequest struct {
 // refuses, so a restart is a new process image with the same PID, on the
 // same address.
 func serve(ctx context.Context, o *serveOptions, out io.Writer) error {
-	if _, err := o.config(); err != nil {
+	cfg, err := o.config()
+	if err != nil {
 		return err
 	}
 	stopPprof, err := startPprof(o.pprof)
@@ -196,6 +213,11 @@ func serve(ctx context.Context, o *serveOptions, out io.Writer) error {
 		level = slog.LevelInfo
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	lim, err := applyLimits(cfg, processLimits())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "ccmlab limits: %s\n", lim)
 	gcReady, err := tuneGC(ctx, logger.With("component", "gctune"))
 	if err != nil {
 		return err
@@ -286,10 +308,16 @@ func serveOnce(ctx context.Context, o *serveOptions, out io.Writer, logger *slog
 
 	// The HTTP server answers from the start (/healthz 503 until ready) and
 	// stops after the lab, so pages hear the lab's goodbye.
-	httpServer := &http.Server{
-		Handler:           lab.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
+	// httpguard's bounds: a cloud call held in step mode or an exercise
+	// reset may take minutes before it answers, which a per-write
+	// WriteTimeout allows; /ws bounds itself (the hub's pings).
+	httpServer, err := httpguard.NewServer(httpguard.ServerConfig{
+		Handler:     lab.Handler(),
+		BaseContext: func(net.Listener) context.Context { return ctx },
+	})
+	if err != nil {
+		ln.Close()
+		return nil, err
 	}
 	var serveErr error
 	served := make(chan struct{})

@@ -35,15 +35,19 @@ type req struct {
 	// signed request (a tamperer on the wire).
 	before, after func(r *http.Request)
 	noAuth        bool
+	raw           string // the body, instead of the form of the fields above
 }
 
-func (l *lab) build(t *testing.T, q req) *http.Request {
+func (l *lab) build(t testing.TB, q req) *http.Request {
 	t.Helper()
 	form := url.Values{"Action": {q.action}, "Version": {q.version}}
 	for k, v := range q.params {
 		form[k] = v
 	}
 	body := form.Encode()
+	if q.raw != "" {
+		body = q.raw
+	}
 	path := q.path
 	if path == "" {
 		path = "/"

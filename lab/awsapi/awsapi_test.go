@@ -31,7 +31,7 @@ type lab struct {
 	net   cloud.AWSNetwork
 }
 
-func newLab(t *testing.T) *lab {
+func newLab(t testing.TB) *lab {
 	t.Helper()
 	c, err := cloud.New(cloud.Config{})
 	if err != nil {

@@ -164,11 +164,12 @@ func (c *codec) newQuery(form url.Values, in reflect.Type) (query, error) {
 // the first segment that is not, so a name of a million dots costs one.
 func (c *codec) checkName(q *query, t reflect.Type, key string) error {
 	q.work++
-	if commonParams[key] {
-		return nil
-	}
 	if len(key) > maxParamName {
 		return &paramError{kind: paramMalformed, key: key}
+	}
+	q.work += len(key)
+	if commonParams[key] {
+		return nil
 	}
 	for i := range len(key) {
 		b := key[i]
@@ -176,7 +177,6 @@ func (c *codec) checkName(q *query, t reflect.Type, key string) error {
 			return &paramError{kind: paramMalformed, key: key}
 		}
 	}
-	q.work += len(key)
 	rest := key
 	for {
 		seg, tail, more := strings.Cut(rest, ".")

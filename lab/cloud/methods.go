@@ -7,8 +7,8 @@ import "sync"
 //
 // The lab's own provider tags each call's context (WithMethod). The
 // upstream AWS provider talks to the lab over HTTP, and the context of
-// its calls does not cross the wire. Each controller has its own
-// endpoint URL (/caller/<name>/), and a thin decorator around the
+// its calls does not cross the wire. Each controller signs with its own
+// access key (lab/awsapi names the caller after it), and a thin decorator around the
 // provider enters the method while it runs, so the AWS API can say which
 // method a call served. That is how the call log can show
 // "Routes.CreateRoute → CreateRoute" for cloud-provider-aws too.

@@ -120,6 +120,7 @@ type Dataplane struct {
 
 	lmu       sync.Mutex
 	listeners map[listenerKey]*lbListener
+	refused   map[listenerKey]bool // past the cap (listeners.go)
 	closed    bool
 	serving   sync.WaitGroup
 

@@ -23,6 +23,14 @@ import (
 // answer comes from the Pod the request was routed to, and the trace ID
 // travels in the X-Ccmlab-Trace header so the page can show that request's
 // way. UDP listeners get no port: HTTP does not run over them.
+//
+// Each port comes from the host's ephemeral range, which every lab of a
+// class and the portal share, so a lab opens at most its cloud's
+// Quotas.ListenerSockets of them. The cloud refuses a load balancer or
+// listener past that quota with AWS's limit error; the cap here holds even
+// when the cloud holds more (a state file saved under a larger quota):
+// the listeners of the oldest load balancers stay open, the others are
+// refused and logged once.
 
 type listenerKey struct {
 	lb   string
@@ -57,31 +65,74 @@ func (d *Dataplane) Listeners() []ListenerInfo {
 	return out
 }
 
+// RefusedListeners lists the listeners that have no port because the cap
+// was reached, by load balancer and port (Address empty).
+func (d *Dataplane) RefusedListeners() []ListenerInfo {
+	d.lmu.Lock()
+	out := make([]ListenerInfo, 0, len(d.refused))
+	for k := range d.refused {
+		out = append(out, ListenerInfo{LB: k.lb, Port: k.port})
+	}
+	d.lmu.Unlock()
+	slices.SortFunc(out, func(a, b ListenerInfo) int {
+		return cmp.Or(strings.Compare(a.LB, b.LB), cmp.Compare(a.Port, b.Port))
+	})
+	return out
+}
+
+// ListenerCap is the most listener sockets the data plane opens: the
+// cloud's Quotas.ListenerSockets.
+func (d *Dataplane) ListenerCap() int { return d.cfg.Cloud.Config().Quotas.ListenerSockets }
+
 // syncListeners opens a listener for every TCP listener in cv that has
-// none and closes those whose load balancer or listener is gone. A port
-// that fails to open is retried at the next sync.
+// none, up to ListenerCap, and closes those whose load balancer or
+// listener is gone. A port that fails to open, or that the cap refused,
+// is tried again at the next sync.
 func (d *Dataplane) syncListeners(cv *cloudView) {
-	want := map[listenerKey]bool{}
+	type wanted struct {
+		key     listenerKey
+		created time.Time
+	}
+	var want []wanted
+	wantSet := map[listenerKey]bool{}
 	for _, lb := range cv.lbs {
 		for _, l := range lb.Listeners {
-			if protoOf(v1.Protocol(l.Protocol)) == v1.ProtocolTCP {
-				want[listenerKey{lb.Name, l.Port}] = true
+			k := listenerKey{lb.Name, l.Port}
+			if protoOf(v1.Protocol(l.Protocol)) == v1.ProtocolTCP && !wantSet[k] {
+				wantSet[k] = true
+				want = append(want, wanted{k, lb.CreatedAt})
 			}
 		}
 	}
+	// Past the cap the oldest load balancers keep their ports, as the
+	// cloud's quota would have refused the newest.
+	slices.SortFunc(want, func(a, b wanted) int {
+		return cmp.Or(a.created.Compare(b.created), strings.Compare(a.key.lb, b.key.lb), cmp.Compare(a.key.port, b.key.port))
+	})
+	limit := d.ListenerCap()
 	d.lmu.Lock()
 	defer d.lmu.Unlock()
 	if d.closed {
 		return
 	}
 	for k, l := range d.listeners {
-		if !want[k] {
+		if !wantSet[k] {
 			d.closeListener(l)
 			delete(d.listeners, k)
 		}
 	}
-	for k := range want {
+	refused := map[listenerKey]bool{}
+	for _, w := range want {
+		k := w.key
 		if _, ok := d.listeners[k]; ok {
+			continue
+		}
+		if len(d.listeners) >= limit {
+			refused[k] = true
+			if !d.refused[k] {
+				d.log.Warn("load balancer listener refused: the lab's listener sockets are at their cap; delete a load balancer or a listener",
+					"lb", k.lb, "port", k.port, "cap", limit, "open", len(d.listeners))
+			}
 			continue
 		}
 		l, err := d.openListener(k)
@@ -92,6 +143,7 @@ func (d *Dataplane) syncListeners(cv *cloudView) {
 		d.listeners[k] = l
 		d.log.Info("load balancer listener open", "lb", k.lb, "port", k.port, "address", l.addr)
 	}
+	d.refused = refused
 }
 
 func (d *Dataplane) openListener(k listenerKey) (*lbListener, error) {
