@@ -200,6 +200,11 @@ func (m *Manager) syncPodContainers(ctx context.Context, pod *v1.Pod, key, hostI
 			p.eph = append(p.eph, m.newCtr(pod, c, kindEphemeral))
 		}
 	}
+	// The processes see the Pod with the addresses this sync gives it,
+	// which its status gets only once this sync writes it.
+	runPod := pod.DeepCopy()
+	runPod.Status.HostIP, runPod.Status.HostIPs = hostIP, []v1.HostIP{{IP: hostIP}}
+	runPod.Status.PodIP, runPod.Status.PodIPs = podIP, []v1.PodIP{{IP: podIP}}
 	policy := pod.Spec.RestartPolicy
 	failed := false
 	if !p.initDone {
@@ -215,11 +220,11 @@ func (m *Manager) syncPodContainers(ctx context.Context, pod *v1.Pod, key, hostI
 			p.initDone = false
 			switch {
 			case c.runs == 0:
-				m.startCtr(ctx, pod, key, c, now)
+				m.startCtr(ctx, runPod, key, c, now)
 			case policy == v1.RestartPolicyNever:
 				failed = true
 			default:
-				m.restartAfterBackoff(ctx, pod, key, c, now)
+				m.restartAfterBackoff(ctx, runPod, key, c, now)
 			}
 			break
 		}
@@ -229,15 +234,15 @@ func (m *Manager) syncPodContainers(ctx context.Context, pod *v1.Pod, key, hostI
 			switch {
 			case c.running:
 			case c.runs == 0:
-				m.startCtr(ctx, pod, key, c, now)
+				m.startCtr(ctx, runPod, key, c, now)
 			case policy == v1.RestartPolicyAlways || (policy == v1.RestartPolicyOnFailure && c.last.exit.Code != 0):
-				m.restartAfterBackoff(ctx, pod, key, c, now)
+				m.restartAfterBackoff(ctx, runPod, key, c, now)
 			}
 		}
 	}
 	for _, c := range p.eph {
 		if c.runs == 0 {
-			m.startCtr(ctx, pod, key, c, now) // never restarted
+			m.startCtr(ctx, runPod, key, c, now) // never restarted
 		}
 	}
 	// Second precision, as the API keeps times: an unchanged state then
