@@ -394,7 +394,7 @@ func (a *App) build(ctx, gctx context.Context, g *errgroup.Group, cl cluster, l 
 	api.Store(&server.Lab{
 		Profile: a.cfg.Profile, Cloud: s.Cloud, Controllers: s.Manager, Flow: s.Observer, Hub: l.hub,
 		Requests: requester{dp: s.Dataplane, flow: s.Observer}, Epoch: epoch,
-		Exercises: ex, Console: con, Restart: a.restartFunc(),
+		Exercises: ex, Console: con, Restart: a.restartFunc(), Client: s.Client,
 	})
 	a.srv.SetLab(api.Load())
 	a.cfg.Progress("cloud, kubelets, ccm", time.Since(begin))

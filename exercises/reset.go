@@ -123,14 +123,16 @@ func (s *Service) recordedReset(ctx context.Context, ex *format.Exercise, opts R
 		if s.active == id {
 			s.active = ""
 		}
-		return err
+		return stopped(err)
 	}
 	state, note := "", ""
 	if resumed.EN != "" {
 		state, note = progress.ResetResumed, encodeNote(resumed)
 	}
 	if err := s.cfg.Store.EndReset(rec, id, state, note, s.cfg.Now()); err != nil {
-		return fmt.Errorf("recording the reset: %w", err)
+		// The lab is reset but the record still says "running": the
+		// exercise is not checked until a reset goes through.
+		return stopped(fmt.Errorf("recording the reset: %w", err))
 	}
 	return nil
 }

@@ -13,6 +13,19 @@ import (
 	"github.com/ccmlab/ccmlab/internal/i18n"
 )
 
+// ErrResetStopped is in the chain of a reset's error once the reset had
+// begun to change the lab: it stopped part way, and the exercise is not
+// checked until another reset goes through (resetWentThrough). An error
+// without it changed nothing (a refused option, a full disk met by the
+// first record). Its text adds nothing to the error's.
+var ErrResetStopped = errors.New("the reset stopped part way")
+
+type stoppedError struct{ err error }
+
+func (e *stoppedError) Error() string   { return e.err.Error() }
+func (e *stoppedError) Unwrap() []error { return []error{e.err, ErrResetStopped} }
+func stopped(err error) error           { return &stoppedError{err: err} }
+
 // resetWentThrough refuses to check an exercise whose last reset failed
 // or is still to be finished: its lab is not the exercise's start, so a
 // step could pass, or fail, for the wrong reason. Call with mu.

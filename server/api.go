@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/ccmlab/ccmlab/exercises"
 	"github.com/ccmlab/ccmlab/exercises/console"
@@ -37,6 +38,11 @@ type Lab struct {
 	// other add-ons (POST /api/lab/restart); nil in a lab that cannot
 	// restart itself (a classroom's, a test's).
 	Restart RestartFunc
+	// Client is the cluster the lab writes to. The server probes it with
+	// a small object while etcd's database is full, and before a reset or
+	// a restart (diskfull.go); nil: no probe, and a full etcd is known
+	// only from the write it refused.
+	Client kubernetes.Interface
 }
 
 // SetLab makes the API answer.
@@ -46,19 +52,27 @@ func (s *Server) routes() {
 	// Routes are added one by one rather than through an echo Group: a
 	// group with middleware turns a wrong method into 404, and a student
 	// deserves to hear "method not allowed".
-	api := func(method, path string, h echo.HandlerFunc) { s.echo.Add(method, "/api"+path, h, s.needLab) }
+	api := func(method, path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) {
+		s.echo.Add(method, "/api"+path, h, append([]echo.MiddlewareFunc{s.needLab}, m...)...)
+	}
+	// The routes that write say where (diskfull.go): while that store is
+	// known to be full they answer 507 before trying. Not listed: step
+	// mode and requests live in memory, and the console answers with what
+	// kubectl printed (its deletions are how space is freed).
+	data, cluster := s.needRoom(writesData, false), s.needRoom(writesData|writesCluster, false)
+	before := s.needRoom(writesData|writesCluster, true) // probed before every call
 	api(http.MethodGet, "/state", s.getState)
 	api(http.MethodGet, "/controllers", s.getControllers)
-	api(http.MethodPut, "/controllers/:name", s.putController)
+	api(http.MethodPut, "/controllers/:name", s.putController, cluster)
 	api(http.MethodGet, "/cloud/instances", s.getInstances)
-	api(http.MethodPost, "/cloud/instances", s.launchInstance)
-	api(http.MethodDelete, "/cloud/instances/:id", s.terminateInstance)
-	api(http.MethodPost, "/cloud/instances/:id/:action", s.instanceAction)
+	api(http.MethodPost, "/cloud/instances", s.launchInstance, data)
+	api(http.MethodDelete, "/cloud/instances/:id", s.terminateInstance, data)
+	api(http.MethodPost, "/cloud/instances/:id/:action", s.instanceAction, data)
 	api(http.MethodGet, "/cloud/loadbalancers", s.getLoadBalancers)
 	api(http.MethodGet, "/cloud/routes", s.getRoutes)
 	api(http.MethodGet, "/cloud/calls", s.getCalls)
 	api(http.MethodGet, "/cloud/faults", s.getFaults)
-	api(http.MethodPut, "/cloud/faults", s.putFaults)
+	api(http.MethodPut, "/cloud/faults", s.putFaults, data)
 	api(http.MethodGet, "/cloud/stepmode", s.getStepMode)
 	api(http.MethodPut, "/cloud/stepmode", s.putStepMode)
 	api(http.MethodPost, "/cloud/stepmode/release", s.releaseStep)
@@ -69,14 +83,14 @@ func (s *Server) routes() {
 	api(http.MethodGet, "/traces", s.getTraces)
 	api(http.MethodGet, "/exercises", s.listExercises)
 	api(http.MethodGet, "/exercises/:id", s.getExercise)
-	api(http.MethodPost, "/exercises/:id/check", s.checkExercise)
-	api(http.MethodPost, "/exercises/:id/reset", s.resetExercise)
-	api(http.MethodPost, "/exercises/:id/quiz/:q", s.answerQuiz)
-	api(http.MethodPost, "/exercises/:id/cause", s.nameCause)
-	api(http.MethodPost, "/exercises/:id/steps/:step/answer", s.answerStep)
-	api(http.MethodPost, "/exercises/:id/steps/:step/hint", s.revealHint)
+	api(http.MethodPost, "/exercises/:id/check", s.checkExercise, data)
+	api(http.MethodPost, "/exercises/:id/reset", s.resetExercise, before)
+	api(http.MethodPost, "/exercises/:id/quiz/:q", s.answerQuiz, data)
+	api(http.MethodPost, "/exercises/:id/cause", s.nameCause, data)
+	api(http.MethodPost, "/exercises/:id/steps/:step/answer", s.answerStep, data)
+	api(http.MethodPost, "/exercises/:id/steps/:step/hint", s.revealHint, data)
 	api(http.MethodPost, "/console", s.runConsole)
-	api(http.MethodPost, "/lab/restart", s.postRestart)
+	api(http.MethodPost, "/lab/restart", s.postRestart, before)
 	api(http.MethodGet, "/recording", s.getRecording)
 	s.echo.GET("/ws", s.websocket, s.needLab)
 	if s.cfg.Assets != nil {

@@ -94,6 +94,9 @@ func (s *Server) putFaults(c echo.Context) error {
 		return err
 	}
 	if err := s.l().Cloud.SetFaults(f); err != nil {
+		if fullStore(err) != 0 {
+			return err // 507 (errorHandler)
+		}
 		return badRequest("%v", err)
 	}
 	return c.JSON(http.StatusOK, s.l().Cloud.Faults())

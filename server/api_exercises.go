@@ -192,5 +192,6 @@ func (s *Server) runConsole(c echo.Context) error {
 		}
 		return exerciseError(err)
 	}
+	s.noteConsoleOutput(res.Output)
 	return c.JSON(http.StatusOK, res)
 }

@@ -57,6 +57,9 @@ func (s *Server) postRestart(c echo.Context) error {
 		}
 	}
 	if err := l.Restart(req.Profile, addons); err != nil {
+		if fullStore(err) != 0 {
+			return err // 507 (errorHandler)
+		}
 		return badRequest("%v", fmt.Errorf("restart: %w", err))
 	}
 	return c.JSON(http.StatusAccepted, restartResponse{Restarting: true, Profile: req.Profile, Addons: addons})

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"github.com/ccmlab/ccmlab/exercises"
 	"github.com/ccmlab/ccmlab/exercises/check"
 	"github.com/ccmlab/ccmlab/exercises/progress"
+	"github.com/ccmlab/ccmlab/internal/datafs"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/flow"
 	"github.com/ccmlab/ccmlab/lab/history"
@@ -29,11 +31,12 @@ import (
 // flow observer and the exercises on a fake clientset, a hub. The bad-input
 // suites are about the HTTP contract; nothing here needs a real cluster.
 type cheapLab struct {
-	srv   *Server
-	cloud *cloud.Cloud
-	ctrl  *fakeControllers
-	ex    *exercises.Service
-	inst  cloud.Instance
+	srv    *Server
+	cloud  *cloud.Cloud
+	ctrl   *fakeControllers
+	ex     *exercises.Service
+	client *fake.Clientset
+	inst   cloud.Instance
 	// restarts are the restarts asked for (Lab.Restart); a refused
 	// request asks for none.
 	restarts *[]string
@@ -41,10 +44,28 @@ type cheapLab struct {
 
 func newCheapLab(t *testing.T, token string) *cheapLab {
 	t.Helper()
-	c, err := cloud.New(cloud.Config{})
+	return newCheapLabOn(t, token, nil)
+}
+
+// newCheapLabOn is newCheapLab with a data dir on disk (nil: none): the
+// cloud's state file and the server's space probe are written through it,
+// the progress database lives in it.
+func newCheapLabOn(t *testing.T, token string, disk *datafs.Switch) *cheapLab {
+	t.Helper()
+	var (
+		ccfg    cloud.Config
+		dataDir string
+		files   datafs.Writer
+	)
+	if disk != nil {
+		dataDir, files = t.TempDir(), disk
+		ccfg = cloud.Config{StatePath: filepath.Join(dataDir, "cloud.json"), Files: disk}
+	}
+	c, err := cloud.New(ccfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = c.Close() }) // its writer stops before the data dir goes
 	inst, err := c.RunInstance(context.Background(), cloud.RunInstanceInput{})
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +86,7 @@ func newCheapLab(t *testing.T, token string) *cheapLab {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := progress.Open(filepath.Join(t.TempDir(), "progress.db"))
+	store, err := progress.Open(filepath.Join(cmp.Or(dataDir, t.TempDir()), "progress.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +104,7 @@ func newCheapLab(t *testing.T, token string) *cheapLab {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = h.Close(context.Background()) })
-	srv, err := New(Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Token: token, Listen: "127.0.0.1:8080"})
+	srv, err := New(Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Token: token, Listen: "127.0.0.1:8080", DataDir: dataDir, Files: files})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,9 +113,9 @@ func newCheapLab(t *testing.T, token string) *cheapLab {
 		*restarts = append(*restarts, profile+" "+strings.Join(addons, ","))
 		return nil
 	}
-	srv.SetLab(&Lab{Profile: p, Cloud: c, Controllers: ctrl, Flow: obs, Hub: h, Exercises: ex, Epoch: "test", Restart: restart})
+	srv.SetLab(&Lab{Profile: p, Cloud: c, Controllers: ctrl, Flow: obs, Hub: h, Exercises: ex, Epoch: "test", Restart: restart, Client: client})
 	srv.SetReady(true)
-	return &cheapLab{srv: srv, cloud: c, ctrl: ctrl, ex: ex, inst: inst, restarts: restarts}
+	return &cheapLab{srv: srv, cloud: c, ctrl: ctrl, ex: ex, client: client, inst: inst, restarts: restarts}
 }
 
 // labState is what a refused request must leave as it was.

@@ -24,6 +24,10 @@ type fakeControllers struct {
 	mu   sync.Mutex
 	on   map[string]bool
 	busy string // Enable of this controller fails with ErrBusy
+	// fail, when set, is asked before a switch; its error is returned
+	// as the hosted manager returns the DaemonSet update's (the
+	// apiserver's answer, unchanged) and nothing is switched.
+	fail func() error
 }
 
 func (f *fakeControllers) Status() map[string]bool {
@@ -47,6 +51,11 @@ func (f *fakeControllers) set(n string, v bool) error {
 	}
 	if v && n == f.busy {
 		return fmt.Errorf("%w: the previous %s controller still has requests in flight", controllers.ErrBusy, n)
+	}
+	if f.fail != nil {
+		if err := f.fail(); err != nil {
+			return err
+		}
 	}
 	f.on[n] = v
 	return nil

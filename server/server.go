@@ -31,7 +31,7 @@ type Config struct {
 	// Assets serves the web view at / (nil: no page).
 	Assets http.Handler
 	// DataDir is named in the 507 a full disk answers and probed for room
-	// again (diskfull.go); Files writes the probe (default datafs.OS{}).
+	// (diskfull.go); Files writes the probe (default datafs.OS{}).
 	DataDir string
 	Files   datafs.Writer
 	// Listen is the address the server listens on, and AllowedHosts more
@@ -94,7 +94,7 @@ func (s *Server) healthz(c echo.Context) error {
 	if !s.ready.Load() {
 		return echo.NewHTTPError(http.StatusServiceUnavailable, "the lab is starting")
 	}
-	if why := s.degraded(); why != "" {
+	if why := s.degraded(c.Request().Context()); why != "" {
 		return c.String(http.StatusOK, "degraded: "+why)
 	}
 	return c.String(http.StatusOK, "ok")

@@ -168,12 +168,17 @@ function onState(state, info) {
 
 // --- actions ---
 
+// The page's language, asked of the API so that its errors (a full
+// disk's 507 among them) come in it.
+const LANG = document.documentElement.lang === "ja" ? "ja" : "en";
+const withLang = (path) => (/[?&]lang=/.test(path) ? path : path + (path.includes("?") ? "&" : "?") + "lang=" + LANG);
+
 async function api(method, path, body) {
   let res;
   try {
     // Paths are written "/api/..." but fetched relative to the page, so the
     // page also works behind a prefix (the classroom's /s/<name>/).
-    res = await fetch(path.replace(/^\//, ""), {
+    res = await fetch(withLang(path).replace(/^\//, ""), {
       method,
       headers: body === undefined ? {} : { "Content-Type": "application/json" },
       body: body === undefined ? undefined : JSON.stringify(body),
@@ -188,17 +193,23 @@ async function api(method, path, body) {
   } catch {
     // no body
   }
-  if (res.status === 507) checkHealth(); // the disk is full: show the banner now
+  // A disk or etcd is full: show the banner now. The 507's own message
+  // (what is full, that nothing changed) is the action's error below.
+  if (res.status === 507) checkHealth();
   if (!res.ok) throw new Error((data && data.error) || `${res.status} ${res.statusText}`);
   return data;
 }
 
-// --- the data dir's disk ---
+// --- a full data dir, a full etcd ---
 
-// /healthz answers "degraded: data dir full: DIR" while the lab cannot
-// save; the banner stays until it answers "ok" again (the lab recovers by
-// itself once space is freed).
-const DISK_FULL = "degraded: data dir full: ";
+// /healthz answers "degraded: " and its reasons, "; " between them, while
+// a store is full: "data dir full: DIR" (the lab cannot save) and "etcd
+// database full: ..." (the apiserver cannot store). The banner says each
+// and stays until /healthz answers "ok" again (the lab recovers by itself
+// once there is room).
+const DEGRADED = "degraded: ";
+const DISK_FULL = "data dir full: ";
+const ETCD_FULL = "etcd database full";
 const HEALTH_EVERY = 5000;
 
 async function checkHealth() {
@@ -210,9 +221,14 @@ async function checkHealth() {
     return; // offline: the connection status says so already
   }
   const el = document.getElementById("disk-banner");
-  const full = text.startsWith(DISK_FULL);
-  if (full) setText(el, t("disk.full", { dir: text.slice(DISK_FULL.length).trim() }));
-  show(el, full);
+  const why = text.startsWith(DEGRADED) ? text.slice(DEGRADED.length).split("; ") : [];
+  const lines = [];
+  for (const w of why) {
+    if (w.startsWith(DISK_FULL)) lines.push(t("disk.full", { dir: w.slice(DISK_FULL.length).trim() }));
+    else if (w.startsWith(ETCD_FULL)) lines.push(t("disk.etcdFull"));
+  }
+  if (lines.length) setText(el, lines.join(" "));
+  show(el, lines.length > 0);
 }
 
 let alertTimer = 0;
