@@ -3,9 +3,20 @@ package controlplane
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"time"
+
+	"k8s.io/utils/clock"
 )
+
+// DefaultEtcdQuotaBytes is a lab's etcd backend quota (Config.EtcdQuotaBytes).
+const DefaultEtcdQuotaBytes = 256 << 20
+
+// DefaultEtcdDiskReserve is the free space below which a lab's etcd stops
+// taking writes (Config.EtcdDiskReserve): one 64 MB WAL segment, the most
+// etcd may need to preallocate before its next write.
+const DefaultEtcdDiskReserve = 64 << 20
 
 // Config says where the control plane keeps its state and how the cluster's
 // networks are laid out.
@@ -32,6 +43,27 @@ type Config struct {
 	APIServerOnly bool
 	// Progress is told as each component becomes ready; nil is fine.
 	Progress func(stage string, elapsed time.Duration)
+
+	// EtcdQuotaBytes is etcd's backend quota (--quota-backend-bytes): past
+	// it etcd raises its NOSPACE alarm and refuses every write that takes
+	// space. 0 means DefaultEtcdQuotaBytes.
+	EtcdQuotaBytes int64
+	// EtcdDiskReserve is the free space on the data dir's filesystem below
+	// which the lab raises etcd's NOSPACE alarm itself: etcd ends the
+	// process when a write of its own fails, so it must stop taking writes
+	// while it still has room. 0 means DefaultEtcdDiskReserve.
+	EtcdDiskReserve int64
+	// EtcdSpaceCheck is how often the lab looks at etcd's alarms, its
+	// database's size and the free disk (etcdspace.go). 0 means 2s.
+	EtcdSpaceCheck time.Duration
+	// Clock paces the space checks; nil means the real clock.
+	Clock clock.WithTicker
+	// Logger says when etcd runs out of space and when it takes writes
+	// again; nil discards.
+	Logger *slog.Logger
+
+	// diskFree stands in for statfs in tests (export_test.go).
+	diskFree func(dir string) (int64, error)
 }
 
 // Defaults fills in what a lab needs when a field is left zero.
@@ -52,6 +84,21 @@ func (c *Config) Defaults() {
 	}
 	if c.Progress == nil {
 		c.Progress = func(string, time.Duration) {}
+	}
+	if c.EtcdQuotaBytes == 0 {
+		c.EtcdQuotaBytes = DefaultEtcdQuotaBytes
+	}
+	if c.EtcdDiskReserve == 0 {
+		c.EtcdDiskReserve = DefaultEtcdDiskReserve
+	}
+	if c.EtcdSpaceCheck == 0 {
+		c.EtcdSpaceCheck = 2 * time.Second
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
 }
 
@@ -74,5 +121,24 @@ func (c *Config) validate() error {
 	if c.Verbosity < 0 {
 		return fmt.Errorf("verbosity %d must not be negative", c.Verbosity)
 	}
+	// etcd's own floor is none, but below a few MiB the apiserver's
+	// bootstrap objects alone (RBAC roles, flow control) would not fit.
+	if c.EtcdQuotaBytes < minEtcdQuotaBytes || c.EtcdQuotaBytes > maxEtcdQuotaBytes {
+		return fmt.Errorf("etcd quota %d bytes must be between %d (%d MiB) and %d (%d GiB)", c.EtcdQuotaBytes,
+			int64(minEtcdQuotaBytes), minEtcdQuotaBytes>>20, int64(maxEtcdQuotaBytes), maxEtcdQuotaBytes>>30)
+	}
+	if c.EtcdDiskReserve < 0 {
+		return fmt.Errorf("etcd disk reserve %d bytes must not be negative", c.EtcdDiskReserve)
+	}
+	if c.EtcdSpaceCheck < 100*time.Millisecond || c.EtcdSpaceCheck > time.Minute {
+		return fmt.Errorf("etcd space check interval %s must be between 100ms and 1m", c.EtcdSpaceCheck)
+	}
 	return nil
 }
+
+// The range of Config.EtcdQuotaBytes. The ceiling is etcd's suggested
+// maximum (storage/quota.go:33, MaxQuotaBytes).
+const (
+	minEtcdQuotaBytes = 16 << 20
+	maxEtcdQuotaBytes = 8 << 30
+)

@@ -18,6 +18,10 @@ func TestConfigValidate(t *testing.T) {
 		{"bad service CIDR", func(c *Config) { c.ServiceCIDR = "10.96.0.0/99" }, "service CIDR"},
 		{"mask not longer than cluster", func(c *Config) { c.NodeCIDRMaskSize = 14 }, "must be longer"},
 		{"grace too short", func(c *Config) { c.NodeMonitorGracePeriod = time.Second }, "too short"},
+		{"etcd quota below the floor", func(c *Config) { c.EtcdQuotaBytes = 1 << 20 }, "etcd quota 1048576 bytes must be between"},
+		{"etcd quota above etcd's maximum", func(c *Config) { c.EtcdQuotaBytes = 9 << 30 }, "must be between 16777216 (16 MiB) and 8589934592 (8 GiB)"},
+		{"negative disk reserve", func(c *Config) { c.EtcdDiskReserve = -1 }, "must not be negative"},
+		{"space check too often", func(c *Config) { c.EtcdSpaceCheck = time.Millisecond }, "between 100ms and 1m"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

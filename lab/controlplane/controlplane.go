@@ -34,6 +34,8 @@ type ControlPlane struct {
 
 	restConfig *rest.Config
 	egress     *egressProxy // see egress.go
+	space      *spaceGuard  // see etcdspace.go
+	stopSpace  func()
 	stopOnce   sync.Once
 	stopErr    error
 }
@@ -106,10 +108,16 @@ func Start(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 		return nil, err
 	}
 
-	cp.etcd, cp.server, err = startEtcd(cfg.DataDir, cfg.Verbosity)
+	// etcd ends the process when a write of its own fails (etcdspace.go);
+	// on a disk that is already full it would at its first.
+	if free, err := cp.diskFree(); err == nil && free < cfg.EtcdDiskReserve {
+		return nil, fmt.Errorf("the data dir's disk (%s) has %s free; etcd needs %s to start: free some disk space", cfg.DataDir, mib(free), mib(cfg.EtcdDiskReserve))
+	}
+	cp.etcd, cp.server, err = startEtcd(cfg)
 	if err != nil {
 		return nil, err
 	}
+	cp.startSpaceGuard()
 	cfg.Progress("etcd", time.Since(begin))
 
 	// The apiserver gets a listener bound here, so its port is free by
@@ -151,6 +159,17 @@ func Start(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 	}
 	cfg.Progress("scheduler", time.Since(begin))
 	return cp, nil
+}
+
+func (cp *ControlPlane) startSpaceGuard() {
+	cp.space = newSpaceGuard(cp.etcd.Server, cp.cfg, cp.etcd.Config().Dir)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		cp.space.run(ctx, cp.cfg.Clock, cp.cfg.EtcdSpaceCheck)
+	}()
+	cp.stopSpace = func() { cancel(); <-done }
 }
 
 // launch builds a component with its own context (derived from the
@@ -212,6 +231,9 @@ func (cp *ControlPlane) Stop() error {
 		}
 		if cp.egress != nil {
 			cp.egress.close()
+		}
+		if cp.stopSpace != nil {
+			cp.stopSpace()
 		}
 		if cp.etcd != nil {
 			cp.etcd.Close()

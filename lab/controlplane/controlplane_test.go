@@ -25,7 +25,18 @@ import (
 
 var env *cptest.Env
 
-func TestMain(m *testing.M) { cptest.Main(m, &env) }
+// disk is the free space the control plane sees on its data dir.
+var disk fakeDisk
+
+func TestMain(m *testing.M) {
+	cptest.Main(m, &env, func(c *controlplane.Config) {
+		// Small enough for TestEtcdQuotaIsAnAnswer to fill in a few dozen
+		// writes; the apiserver's bootstrap takes a few MiB.
+		c.EtcdQuotaBytes = testQuota
+		c.EtcdSpaceCheck = 100 * time.Millisecond
+		controlplane.SetDiskFree(c, disk.free)
+	})
+}
 
 // The apiserver reports the Kubernetes version in go.mod (what `kubectl
 // version` shows), although go test sets no -ldflags.

@@ -23,7 +23,8 @@ func freeLoopbackPort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-func startEtcd(dataDir string, verbosity int) (*embed.Etcd, string, error) {
+func startEtcd(cfgLab Config) (*embed.Etcd, string, error) {
+	dataDir, verbosity := cfgLab.DataDir, cfgLab.Verbosity
 	clientPort, err := freeLoopbackPort()
 	if err != nil {
 		return nil, "", err
@@ -46,15 +47,22 @@ func startEtcd(dataDir string, verbosity int) (*embed.Etcd, string, error) {
 	// etcd logs through zap, not klog; keep it as quiet as the rest of the
 	// control plane unless the user asked for more. Real failures still
 	// come back as errors from StartEtcd and e.Err().
-	cfg.LogLevel = "fatal"
+	cfg.LogLevel = "error"
 	if verbosity > 0 {
 		cfg.LogLevel = "warn"
 	}
 	captureEtcdLogs(cfg, verbosity) // etcdlog.go
-	// A lab is small; without these etcd would reserve a 10 GB quota and
-	// keep every revision, which only costs the student disk.
+	// A lab is small; without these etcd would keep every revision and let
+	// its database grow to 2 GiB (storage/quota.go:30, DefaultQuotaBytes),
+	// which only costs the student disk. Past the quota etcd raises its
+	// NOSPACE alarm and refuses writes (etcdspace.go takes it back).
 	cfg.AutoCompactionMode = "periodic"
 	cfg.AutoCompactionRetention = "5m"
+	cfg.QuotaBackendBytes = cfgLab.EtcdQuotaBytes
+	// Each WAL segment is 64 MB, preallocated (storage/wal/wal.go:55); the
+	// default keeps five besides the one in use (embed/config.go:63). Two
+	// are as safe for a single member that snapshots every 10,000 entries.
+	cfg.MaxWalFiles = 2
 
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {

@@ -16,7 +16,10 @@ import (
 // etcd logs through zap, not klog. Once CaptureKlog has run, etcd's
 // info-level lines go into the etcd static Pod's log in etcd's own JSON
 // format (what `kubectl logs` of a kubeadm etcd Pod shows); the terminal
-// still gets warnings only, and only with -v.
+// gets errors (warnings with -v). etcd ends the process through its
+// logger's Fatal when a write of its own fails (storage/backend/
+// batch_tx.go:282, etcdserver/raft.go:257): that last line must reach the
+// lab's log, not only a Pod log that ends with the process.
 
 var captureStore atomic.Pointer[podlog.Store]
 
@@ -38,9 +41,13 @@ func captureEtcdLogs(cfg *embed.Config, verbosity int) bool {
 	}
 	enc := zap.NewProductionEncoderConfig()
 	enc.TimeKey, enc.EncodeTime = "ts", zapcore.RFC3339NanoTimeEncoder
-	cores := []zapcore.Core{zapcore.NewCore(zapcore.NewJSONEncoder(enc), storeWriter{st}, zapcore.InfoLevel)}
+	terminal := zapcore.ErrorLevel
 	if verbosity > 0 {
-		cores = append(cores, zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(os.Stderr), zapcore.WarnLevel))
+		terminal = zapcore.WarnLevel
+	}
+	cores := []zapcore.Core{
+		zapcore.NewCore(zapcore.NewJSONEncoder(enc), storeWriter{st}, zapcore.InfoLevel),
+		zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(os.Stderr), terminal),
 	}
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.New(zapcore.NewTee(cores...), zap.AddCaller()))
 	return true

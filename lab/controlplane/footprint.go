@@ -51,7 +51,7 @@ var kcmControllers = []string{
 // lab's components or the controllers above. Kept on purpose: storage,
 // policy, resource and scheduling (the scheduler's plugins list them),
 // networking (the apiserver allocates ClusterIPs through ServiceCIDR and
-// IPAddress objects), admissionregistration (below), flowcontrol, rbac, coordination, events, discovery.
+// IPAddress objects), admissionregistration (the webhook and policy admission plugins read it), flowcontrol, rbac, coordination, events, discovery.
 var disabledAPIs = []string{
 	"autoscaling/v1",
 	"autoscaling/v2",
@@ -62,19 +62,17 @@ var disabledAPIs = []string{
 }
 
 // disabledAdmission are default-on admission plugins the lab turns off
-// (--disable-admission-plugins). The webhook and policy plugins keep
-// informers and a CEL compiler for objects no lab creates (their API,
-// admissionregistration, stays: the apiserver's own manifest-based
-// admission config watches it, and /readyz waits for that); the rest guard objects the lab has
-// no use for (quotas, limit ranges, runtime classes, certificates, ingress
-// classes, storage classes, Pod Security labels).
+// (--disable-admission-plugins). They guard objects the lab has no use for
+// (quotas, limit ranges, runtime classes, certificates, ingress classes,
+// storage classes, Pod Security labels); MutatingAdmissionPolicy keeps
+// informers and a CEL compiler for objects no lab creates. The webhook
+// plugins and ValidatingAdmissionPolicy are on: a student's webhooks are
+// called, through the lab's one dialer (egress.go), and a policy is
+// enforced as upstream's would be.
 var disabledAdmission = []string{
 	"LimitRanger",
 	"ResourceQuota",
-	"MutatingAdmissionWebhook",
-	"ValidatingAdmissionWebhook",
 	"MutatingAdmissionPolicy",
-	"ValidatingAdmissionPolicy",
 	"RuntimeClass",
 	"CertificateApproval",
 	"CertificateSigning",

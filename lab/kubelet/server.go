@@ -144,12 +144,12 @@ func (m *Manager) DialNode(ctx context.Context, addr string) (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if port != strconv.Itoa(kubeletPort) {
-		return nil, fmt.Errorf("dial %s: connection refused (only the kubelet port %d is served)", addr, kubeletPort)
-	}
 	k := m.kubeletForAddress(host)
 	if k == nil {
-		return nil, fmt.Errorf("dial %s: no route to host", addr)
+		return nil, notInLab{fmt.Errorf("dial %s: no route to host", addr)}
+	}
+	if port != strconv.Itoa(kubeletPort) {
+		return nil, fmt.Errorf("dial %s: connection refused (only the kubelet port %d is served)", addr, kubeletPort)
 	}
 	if !k.running() {
 		return nil, fmt.Errorf("dial %s: i/o timeout (the node's instance is not running)", addr)
@@ -162,6 +162,13 @@ func (m *Manager) DialNode(ctx context.Context, addr string) (net.Conn, error) {
 	m.api.byConn.Store(c.LocalAddr().String(), k.name)
 	return c, nil
 }
+
+// notInLab marks an address no simulated node has; the control plane's
+// egress proxy answers it with the lab's refusal (controlplane.ClusterDialer).
+type notInLab struct{ error }
+
+func (notInLab) NotInLab() bool  { return true }
+func (e notInLab) Unwrap() error { return e.error }
 
 func (m *Manager) kubeletForAddress(host string) *kubelet {
 	if k := m.kubeletForNode(host); k != nil {
