@@ -142,6 +142,19 @@ func TestUpstreamProvider(t *testing.T) {
 	if hits := tw.Hits(); len(hits) > 0 {
 		t.Fatalf("requests reached the tripwire (they would have gone to AWS): %v", hits)
 	}
+	// Each controller signed with its own key, and the call log names it
+	// after the key.
+	callers := map[string]bool{}
+	for _, c := range lab.Cloud.Calls(0) {
+		if c.Service != "" {
+			callers[c.Caller] = true
+		}
+	}
+	node, _ := srv.Keys().Issue("node-controller")
+	svcKey, _ := srv.Keys().Issue("service-controller")
+	if !callers["node-controller"] || !callers["service-controller"] || node.AccessKeyID == svcKey.AccessKeyID {
+		t.Fatalf("AWS callers %v; node and service keys %s %s", callers, node.AccessKeyID, svcKey.AccessKeyID)
+	}
 }
 
 func lastCalls(c *cloud.Cloud) string {
