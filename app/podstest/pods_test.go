@@ -1,0 +1,172 @@
+//go:build !unit
+
+package podstest
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ccmlab/ccmlab/app/apptest"
+	"github.com/ccmlab/ccmlab/app/sim"
+	"github.com/ccmlab/ccmlab/internal/testutil"
+	"github.com/ccmlab/ccmlab/lab/controlplane/cptest"
+)
+
+// kubectl runs the system's kubectl on the test control plane's
+// kubeconfig, as a student runs theirs, and returns its combined output
+// and exit code.
+func kubectl(t *testing.T, timeout time.Duration, args ...string) (string, int) {
+	t.Helper()
+	bin, err := exec.LookPath("kubectl")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("kubectl is not installed")
+		}
+		t.Skip("kubectl is not installed")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, append([]string{"--kubeconfig", env.CP.KubeconfigPath()}, args...)...)
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("kubectl %v: %v", args, err)
+	}
+	return string(out), code
+}
+
+func must(t *testing.T, args ...string) string {
+	t.Helper()
+	out, code := kubectl(t, 2*time.Minute, args...)
+	if code != 0 {
+		t.Fatalf("kubectl %s: exit %d\n%s", strings.Join(args, " "), code, out)
+	}
+	return out
+}
+
+// TestPodsRun is the issue's check on the lab ccmlab serve builds: a
+// Deployment of nginx behind a Service, reached from other Pods with
+// curl through the data plane, exec, port-forward, an unknown command,
+// a crash loop and a Job-like Pod.
+func TestPodsRun(t *testing.T) {
+	cptest.Need(t)
+	if _, err := apptest.Serve(env, sim.DefaultLab()); err != nil {
+		t.Fatal(err)
+	}
+	must(t, "create", "deployment", "web", "--image=nginx:1.29", "--port=80")
+	must(t, "expose", "deployment", "web", "--port=80")
+	must(t, "rollout", "status", "deploy/web", "--timeout=90s")
+	ip := strings.TrimSpace(must(t, "get", "svc", "web", "-o", "jsonpath={.spec.clusterIP}"))
+	cidr := netip.MustParsePrefix(env.CP.ClusterCIDR())
+
+	t.Run("run curl to the ClusterIP", func(t *testing.T) {
+		out := must(t, "run", "t", "--image=curlimages/curl", "--restart=Never", "--rm", "-i", "--", "curl", "-s", "http://"+ip)
+		if !strings.Contains(out, "<title>Welcome to nginx!</title>") {
+			t.Fatalf("no nginx page:\n%s", out)
+		}
+		webIP := strings.TrimSpace(must(t, "get", "pods", "-l", "app=web", "-o", "jsonpath={.items[0].status.podIP}"))
+		logs := must(t, "logs", "deploy/web")
+		found := false
+		for _, l := range strings.Split(logs, "\n") {
+			if !strings.Contains(l, `"GET / HTTP/1.1" 200`) {
+				continue
+			}
+			src, err := netip.ParseAddr(strings.Fields(l)[0])
+			if err == nil && cidr.Contains(src) && src.String() != webIP {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("nginx's access log has no request from another Pod's IP in %s:\n%s", cidr, logs)
+		}
+	})
+	t.Run("exec curl by the Service's name", func(t *testing.T) {
+		out := must(t, "exec", "deploy/web", "--", "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "http://web.default.svc.cluster.local")
+		if strings.TrimSpace(out) != "200" {
+			t.Errorf("got %q, want 200", out)
+		}
+	})
+	t.Run("port-forward", func(t *testing.T) {
+		bin, _ := exec.LookPath("kubectl")
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, bin, "--kubeconfig", env.CP.KubeconfigPath(), "port-forward", "svc/web", ":80")
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { cancel(); _ = cmd.Wait() }()
+		line, err := bufio.NewReader(stdout).ReadString('\n')
+		if err != nil {
+			t.Fatalf("port-forward printed nothing: %v", err)
+		}
+		m := regexp.MustCompile(`Forwarding from (127\.0\.0\.1:\d+) -> 80`).FindStringSubmatch(line)
+		if m == nil {
+			t.Fatalf("unexpected port-forward output %q", line)
+		}
+		resp, err := http.Get("http://" + m[1] + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Server") != "nginx/1.29" {
+			t.Errorf("got %d %q, want 200 from nginx/1.29", resp.StatusCode, resp.Header.Get("Server"))
+		}
+	})
+	t.Run("unknown command", func(t *testing.T) {
+		out, code := kubectl(t, time.Minute, "exec", "deploy/web", "--", "foo")
+		if code != 126 || !strings.Contains(out, `exec: "foo": executable file not found in $PATH`) {
+			t.Errorf("exec foo: exit %d %q", code, out)
+		}
+		out, code = kubectl(t, time.Minute, "exec", "deploy/web", "--", "sh", "-c", "foo")
+		if code != 127 || !strings.Contains(out, "sh: 1: foo: not found") {
+			t.Errorf("sh -c foo: exit %d %q", code, out)
+		}
+	})
+	t.Run("crash loop", func(t *testing.T) {
+		must(t, "run", "crash", "--image=busybox:1.36", "--", "sh", "-c", "echo boom; exit 1")
+		testutil.Eventually(t, 2*time.Minute, "crash restarted and in CrashLoopBackOff", func() (bool, string) {
+			pod, err := env.Client.CoreV1().Pods("default").Get(context.Background(), "crash", metav1.GetOptions{})
+			if err != nil || len(pod.Status.ContainerStatuses) == 0 {
+				return false, "no status"
+			}
+			cs := pod.Status.ContainerStatuses[0]
+			ok := cs.RestartCount >= 1 && cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff" &&
+				cs.LastTerminationState.Terminated != nil && cs.LastTerminationState.Terminated.ExitCode == 1
+			return ok, cs.String()
+		})
+		if out := must(t, "logs", "crash", "--previous"); strings.TrimSpace(out) != "boom" {
+			t.Errorf("logs --previous = %q", out)
+		}
+	})
+	t.Run("job-like Pod", func(t *testing.T) {
+		must(t, "run", "job", "--image=busybox:1.36", "--restart=Never", "--", "sh", "-c", "echo hi; exit 3")
+		testutil.Eventually(t, time.Minute, "job Failed with exit code 3", func() (bool, string) {
+			pod, err := env.Client.CoreV1().Pods("default").Get(context.Background(), "job", metav1.GetOptions{})
+			if err != nil || len(pod.Status.ContainerStatuses) == 0 {
+				return false, "no status"
+			}
+			term := pod.Status.ContainerStatuses[0].State.Terminated
+			return pod.Status.Phase == v1.PodFailed && term != nil && term.ExitCode == 3 && term.Reason == "Error", pod.Status.String()
+		})
+		if out := must(t, "logs", "job"); strings.TrimSpace(out) != "hi" {
+			t.Errorf("logs = %q", out)
+		}
+	})
+}
