@@ -5,8 +5,8 @@ import (
 	"slices"
 	"strings"
 
-	discoveryv1 "k8s.io/api/discovery/v1"
 	v1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/client-go/tools/cache"
 )
 

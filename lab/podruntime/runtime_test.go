@@ -84,8 +84,8 @@ func TestShell(t *testing.T) {
 	rt, _ := newTestRuntime(t, Limits{})
 	for _, tc := range []struct {
 		name, script, out string
-		code             int32
-		errSub           string
+		code              int32
+		errSub            string
 	}{
 		{"exit code", "echo hi; exit 3", "hi\n", 3, ""},
 		{"and or", "false && echo no || echo yes", "yes\n", 0, ""},
