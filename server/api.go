@@ -43,6 +43,10 @@ type Lab struct {
 	// a restart (diskfull.go); nil: no probe, and a full etcd is known
 	// only from the write it refused.
 	Client kubernetes.Interface
+	// EtcdSpace, when set, says whether the lab's own etcd takes no
+	// writes and why, in words for a student
+	// (controlplane.ControlPlane.EtcdSpace); nil for an attached cluster.
+	EtcdSpace func() (full bool, reason string)
 }
 
 // SetLab makes the API answer.

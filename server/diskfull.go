@@ -44,10 +44,14 @@ import (
 // While the lab knows a store is full, the routes that write into it
 // answer 507 before they try (needRoom), unless a fresh probe finds room
 // again; a reset and a restart, which change many things one after the
-// other, probe every time before they start. The lab recovers by itself:
-// while degraded, each health check probes the data dir with a small file
-// and the cluster with a small object it creates and deletes, and the
-// cloud's writer retries on its own (cloud.SaveError).
+// other, probe every time before they start. The lab's own etcd says
+// itself when it takes no writes (Lab.EtcdSpace: its NOSPACE alarm, which
+// lab/controlplane raises on a nearly full disk and lowers once there is
+// room), so /healthz and the routes know it without a request having met
+// it. The lab recovers by itself: while degraded, each health check probes
+// the data dir with a small file and the cluster with a small object it
+// creates and deletes, and the cloud's writer retries on its own
+// (cloud.SaveError).
 
 // probeName is the file the probe writes (and removes) in the data dir.
 const probeName = ".ccmlab-space-probe"
@@ -119,11 +123,32 @@ func (s *Server) dataDirFullMsg() string {
 	return "data dir full: " + dir
 }
 
-// etcdFullMsg is what /healthz says while etcd is full.
-const etcdFullMsg = "etcd database full: " + datafs.EtcdNoSpace
+// What /healthz says while etcd is full: etcdFullMsg and why (its own
+// words when Lab.EtcdSpace gives them, etcd's answer otherwise). Reasons
+// are joined with reasonSep (a reason may hold a "; ").
+const (
+	etcdFullMsg = "etcd database full: "
+	reasonSep   = " | "
+)
+
+// etcdFullErr is the error of a write refused because Lab.EtcdSpace says
+// etcd takes none: etcd's own text, so that it reads (datafs.IsEtcdFull)
+// and is answered like the apiserver's.
+func etcdFullErr(reason string) error {
+	return fmt.Errorf("%s (%s)", datafs.EtcdNoSpace, reason)
+}
+
+// etcdSpace is Lab.EtcdSpace, or "not full" without one.
+func (s *Server) etcdSpace() (full bool, reason string) {
+	if l := s.lab.Load(); l != nil && l.EtcdSpace != nil {
+		return l.EtcdSpace()
+	}
+	return false, ""
+}
 
 // fullText is the 507's message: what is full, what became of the
-// request, and that the lab goes on.
+// request, and that the lab goes on. For etcd, the English one also says
+// why when the lab's etcd says it (Lab.EtcdSpace, in English only).
 func (s *Server) fullText(st store, stoppedPartWay bool) i18n.Text {
 	var what i18n.Text
 	switch st {
@@ -131,6 +156,9 @@ func (s *Server) fullText(st store, stoppedPartWay bool) i18n.Text {
 		what = i18n.Text{
 			JA: "クラスタのデータベース (etcd) がいっぱいです (" + datafs.EtcdNoSpace + ")。",
 			EN: "The cluster's database (etcd) is full (" + datafs.EtcdNoSpace + ").",
+		}
+		if full, why := s.etcdSpace(); full && why != "" {
+			what.EN = "The cluster's database (etcd) is full (" + datafs.EtcdNoSpace + "): " + why + "."
 		}
 	default:
 		what = i18n.Textf("ラボのデータディレクトリのディスクがいっぱいです (%[1]s)。",
@@ -146,6 +174,12 @@ func (s *Server) fullText(st store, stoppedPartWay bool) i18n.Text {
 	goesOn := i18n.Text{
 		JA: "ラボは動き続けており、空きができれば自動で変更を受け付けます。",
 		EN: "The lab keeps running and takes changes again by itself once there is room.",
+	}
+	if st == storeEtcd {
+		goesOn = i18n.Text{
+			JA: "ラボは動き続けており、空きができれば自動で変更を受け付けます (要らないオブジェクトを kubectl delete で消すか、データディレクトリのディスクがいっぱいならそこを空けてください)。",
+			EN: "The lab keeps running and takes changes again by itself once there is room (delete objects you no longer need with kubectl delete, or free space on the data dir's disk if that is what is full).",
+		}
 	}
 	return i18n.Text{JA: what.JA + outcome.JA + goesOn.JA, EN: what.EN + " " + outcome.EN + " " + goesOn.EN}
 }
@@ -206,9 +240,14 @@ func (s *Server) checkRoom(ctx context.Context, w writes, always bool) error {
 			s.cfg.Logger.Info("the data dir's disk has room again", "dir", s.cfg.DataDir)
 		}
 	}
-	if w&writesCluster != 0 && (always || s.disk.etcdFull.Load()) {
-		if err := s.probeCluster(ctx); datafs.IsEtcdFull(err) {
-			return err
+	if w&writesCluster != 0 {
+		if full, why := s.etcdSpace(); full {
+			return etcdFullErr(why)
+		}
+		if always || s.disk.etcdFull.Load() {
+			if err := s.probeCluster(ctx); datafs.IsEtcdFull(err) {
+				return err
+			}
 		}
 	}
 	return nil
@@ -225,10 +264,12 @@ func (s *Server) degraded(ctx context.Context) string {
 	if (s.disk.full.Load() && !s.probeDataDir()) || s.cloudSaveFull() {
 		why = append(why, s.dataDirFullMsg())
 	}
-	if s.disk.etcdFull.Load() && s.clusterStillFull(ctx) {
-		why = append(why, etcdFullMsg)
+	if full, reason := s.etcdSpace(); full {
+		why = append(why, etcdFullMsg+reason)
+	} else if s.disk.etcdFull.Load() && s.clusterStillFull(ctx) {
+		why = append(why, etcdFullMsg+datafs.EtcdNoSpace)
 	}
-	return strings.Join(why, "; ")
+	return strings.Join(why, reasonSep)
 }
 
 // probeDataDir tries a small write into the data dir and, when it

@@ -20,10 +20,10 @@ import (
 	"github.com/ccmlab/ccmlab/internal/testutil"
 )
 
-// etcdFullErr is what client-go returns for a write the apiserver could
+// apiserverEtcdFull is what client-go returns for a write the apiserver could
 // not store because etcd's database is full: the apiserver's Status, code
 // 500, no reason, etcd's text as its message (datafs.EtcdNoSpace).
-func etcdFullErr() error {
+func apiserverEtcdFull() error {
 	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusInternalServerError, Message: datafs.EtcdNoSpace}}
 }
 
@@ -52,11 +52,11 @@ func (f *fullCluster) install(l *cheapLab) {
 		if f.probeOK.Load() && a.GetResource().Resource == "configmaps" {
 			return false, nil, nil
 		}
-		return true, nil, etcdFullErr()
+		return true, nil, apiserverEtcdFull()
 	})
 	l.ctrl.fail = func() error {
 		if f.full.Load() {
-			return etcdFullErr()
+			return apiserverEtcdFull()
 		}
 		return nil
 	}
@@ -186,7 +186,7 @@ func TestFullStores(t *testing.T) {
 		// DaemonSet update the apiserver refused.
 		assertRefused(t, l, route{method: "PUT", path: "/api/controllers/node", body: `{"enabled":false}`}, "",
 			"etcd", datafs.EtcdNoSpace, "Nothing was changed", "by itself")
-		if h := health(); h != "degraded: "+etcdFullMsg {
+		if h := health(); h != "degraded: "+etcdFullMsg+datafs.EtcdNoSpace {
 			t.Fatalf("/healthz with etcd full = %q", h)
 		}
 		walk(t, etcdRoutes, "", datafs.EtcdNoSpace, "Nothing was changed")
@@ -242,7 +242,7 @@ func TestConsoleSeesFullEtcd(t *testing.T) {
 	etcd.full.Store(true)
 	l.srv.noteConsoleOutput("Error from server: " + datafs.EtcdNoSpace + "\n")
 	rec := l.serve(badCase{method: "GET", path: "/healthz"})
-	if rec.Body.String() != "degraded: "+etcdFullMsg {
+	if rec.Body.String() != "degraded: "+etcdFullMsg+datafs.EtcdNoSpace {
 		t.Fatalf("/healthz after kubectl met a full etcd = %q", rec.Body)
 	}
 	etcd.full.Store(false)
@@ -250,4 +250,47 @@ func TestConsoleSeesFullEtcd(t *testing.T) {
 		rec := l.serve(badCase{method: "GET", path: "/healthz"})
 		return rec.Body.String() == "ok", rec.Body.String()
 	})
+}
+
+// TestEtcdSpaceSaysFull: the lab's etcd says itself that it takes no
+// writes (Lab.EtcdSpace, its NOSPACE alarm): /healthz says so with its
+// reason before any request met it, the routes that write to the cluster
+// answer 507 without trying, and once it takes writes again all is as
+// before.
+func TestEtcdSpaceSaysFull(t *testing.T) {
+	l := newCheapLab(t, "")
+	const why = "etcd's database has reached its 256.0 MiB quota; delete objects to make room"
+	var full atomic.Bool
+	lab := *l.srv.l()
+	lab.EtcdSpace = func() (bool, string) {
+		if full.Load() {
+			return true, why
+		}
+		return false, ""
+	}
+	l.srv.SetLab(&lab)
+	asked := 0
+	l.ctrl.fail = func() error { asked++; return nil }
+
+	full.Store(true)
+	if rec := l.serve(badCase{method: "GET", path: "/healthz"}); rec.Body.String() != "degraded: "+etcdFullMsg+why {
+		t.Fatalf("/healthz while etcd says it is full = %q", rec.Body)
+	}
+	_, etcdRoutes := fullRoutes(l.inst.ID)
+	for _, r := range etcdRoutes {
+		if r.refused {
+			t.Run(r.method+" "+r.path, func(t *testing.T) { assertRefused(t, l, r.route, "", datafs.EtcdNoSpace, why, "Nothing was changed") })
+		}
+	}
+	if asked != 0 {
+		t.Errorf("the controllers were asked %d times while etcd took no writes", asked)
+	}
+	full.Store(false)
+	if rec := l.serve(badCase{method: "GET", path: "/healthz"}); rec.Body.String() != "ok" {
+		t.Fatalf("/healthz once etcd takes writes = %q", rec.Body)
+	}
+	if rec := l.serve(badCase{method: "PUT", path: "/api/controllers/node", body: `{"enabled":false}`,
+		header: map[string]string{"Content-Type": "application/json"}}); rec.Code != http.StatusOK || asked != 1 {
+		t.Fatalf("a switch once etcd takes writes = %d %s (asked %d)", rec.Code, rec.Body, asked)
+	}
 }

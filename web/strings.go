@@ -99,8 +99,8 @@ var pageTexts = i18n.Catalog{
 	"conn.stale":        {JA: "表示は最後に受け取った状態です", EN: "Showing the last state received"},
 	"disk.full": {JA: "ラボのデータディレクトリのディスクがいっぱいです（{dir}）。ラボは動いていますが、空きができるまで変更は保存されず、インスタンスの操作は断られます。空きができれば自動で戻ります",
 		EN: "The disk of the lab's data dir is full ({dir}). The lab keeps running, but until space is freed nothing new is saved and instance actions are refused. It recovers by itself once there is room"},
-	"disk.etcdFull": {JA: "クラスタのデータベース (etcd) がいっぱいです (etcdserver: mvcc: database space exceeded)。ラボは動いていますが、空きができるまでクラスタへの書き込み (controller の切り替え、演習のリセット、kubectl apply など) は断られます。読み取りと、更新を伴わない削除 (finalizer も猶予期間もないもの) はできます。空きができれば自動で戻ります",
-		EN: "The cluster's database (etcd) is full (etcdserver: mvcc: database space exceeded). The lab keeps running, but until there is room writes to the cluster (controller switches, exercise resets, kubectl apply) are refused; reads still work, and so do deletions that need no update first (no finalizer, no grace period). It recovers by itself once there is room"},
+	"disk.etcdFull": {JA: "クラスタのデータベース (etcd) がいっぱいです (etcdserver: mvcc: database space exceeded)。ラボは動いていますが、空きができるまでクラスタへの書き込み (controller の切り替え、演習のリセット、kubectl apply など) は断られます。読み取りと、更新を伴わない削除 (finalizer も猶予期間もないもの) はできます。要らないオブジェクトを消すか、データディレクトリのディスクを空ければ、自動で戻ります",
+		EN: "The cluster's database (etcd) is full (etcdserver: mvcc: database space exceeded). The lab keeps running, but until there is room writes to the cluster (controller switches, exercise resets, kubectl apply) are refused; reads still work, and so do deletions that need no update first (no finalizer, no grace period). Delete objects you no longer need, or free space on the data dir's disk, and it recovers by itself"},
 
 	// --- regions ---
 	"region.flow":     {JA: "LoadBalancer Service ができるまでの 6 ステップ", EN: "The six steps of a LoadBalancer Service"},

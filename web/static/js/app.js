@@ -202,9 +202,9 @@ async function api(method, path, body) {
 
 // --- a full data dir, a full etcd ---
 
-// /healthz answers "degraded: " and its reasons, "; " between them, while
-// a store is full: "data dir full: DIR" (the lab cannot save) and "etcd
-// database full: ..." (the apiserver cannot store). The banner says each
+// /healthz answers "degraded: " and its reasons, " | " between them,
+// while a store is full: "data dir full: DIR" (the lab cannot save) and
+// "etcd database full: WHY" (the apiserver cannot store). The banner says each
 // and stays until /healthz answers "ok" again (the lab recovers by itself
 // once there is room).
 const DEGRADED = "degraded: ";
@@ -221,7 +221,7 @@ async function checkHealth() {
     return; // offline: the connection status says so already
   }
   const el = document.getElementById("disk-banner");
-  const why = text.startsWith(DEGRADED) ? text.slice(DEGRADED.length).split("; ") : [];
+  const why = text.startsWith(DEGRADED) ? text.slice(DEGRADED.length).split(" | ") : [];
   const lines = [];
   for (const w of why) {
     if (w.startsWith(DISK_FULL)) lines.push(t("disk.full", { dir: w.slice(DISK_FULL.length).trim() }));
