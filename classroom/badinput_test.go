@@ -3,6 +3,8 @@ package classroom
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"hash/fnv"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +15,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/ccmlab/ccmlab/internal/httpguard"
 )
 
 // recordingLab is a fake lab that lists two exercises and the challenge's
@@ -46,7 +52,7 @@ func (l *recordingLab) changes() []string {
 
 type portalCase struct {
 	name, method, path, body string
-	header                   map[string]string // "Host" sets the request's Host
+	header                   map[string]string // "Host" sets the request's Host, "RemoteAddr" its client
 	want                     int
 	msg                      string
 }
@@ -79,9 +85,20 @@ func serveCase(c *Classroom, pc portalCase) *httptest.ResponseRecorder {
 		body = strings.NewReader(pc.body)
 	}
 	r := httptest.NewRequest(pc.method, "http://localhost:8080"+pc.path, body)
+	// Each case is a client of its own, at an address drawn from its
+	// name, unless it names one: the cases are independent of each other
+	// and must not spend one client's budget of failed sign-ins.
+	h := fnv.New32a()
+	_, _ = io.WriteString(h, pc.name)
+	n := h.Sum32()
+	r.RemoteAddr = fmt.Sprintf("10.%d.%d.%d:1234", byte(n>>16), byte(n>>8), byte(n))
 	for k, v := range pc.header {
-		if k == "Host" {
+		switch k {
+		case "Host":
 			r.Host = v
+			continue
+		case "RemoteAddr":
+			r.RemoteAddr = v
 			continue
 		}
 		r.Header.Set(k, v)
@@ -229,6 +246,37 @@ func TestPortalBadInput(t *testing.T) {
 		portalCase{"healthz rebound name", "GET", "/healthz", "", map[string]string{"Host": "evil.example"}, 421, "is not this server's"},
 		portalCase{"students.csv rebound name", "GET", "/students.csv", "", with(teacher, "Host", "evil.example"), 421, "is not this server's"},
 	)
+	// One client's failed sign-ins: ten are answered as any wrong token
+	// is, the eleventh 429, and then no token of that client is compared,
+	// the right ones included, until the wait is over (after the loop).
+	fc := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC))
+	var err error
+	if c.signIns, err = httpguard.NewSignIns(httpguard.SignInConfig{Clock: fc}); err != nil {
+		t.Fatal(err)
+	}
+	const guesser = "192.0.2.66:40000"
+	from := func(addr string, kv ...string) map[string]string {
+		return with(map[string]string{"RemoteAddr": addr}, kv...)
+	}
+	guesses := []portalCase{
+		{"guess 1 bearer on the dashboard's API", "GET", "/api/class", "", from(guesser, "Authorization", "Bearer guess-1"), 403, "does not open this page"},
+		{"guess 2 query on the dashboard", "GET", "/?token=guess-2", "", from(guesser), 403, "does not open this page"},
+		{"guess 3 instructor cookie", "GET", "/api/class", "", from(guesser, "Cookie", instructorCookie+"=guess-3"), 403, "does not open this page"},
+		{"guess 4 bearer on a lab", "GET", "/s/alice/api/state", "", from(guesser, "Authorization", "Bearer guess-4"), 403, "does not open this page"},
+		{"guess 5 query on a lab", "GET", "/s/alice/?token=guess-5", "", from(guesser), 403, "does not open this page"},
+		{"guess 6 student cookie", "GET", "/s/alice/api/state", "", from(guesser, "Cookie", studentCookie+"=guess-6"), 403, "does not open this page"},
+		{"guess 7 a name not in the class", "GET", "/s/mallory/", "", from(guesser, "Authorization", "Bearer guess-7"), 403, "does not open this page"},
+		{"guess 8 another student's token", "GET", "/s/alice/api/state", "", from(guesser, "Authorization", "Bearer "+c.StudentToken("bob")), 403, "does not open this page"},
+		{"guess 9 a student's token on the dashboard", "POST", "/api/actions/reset", `{"exercise":"node-init","students":["alice"]}`, from(guesser, "Authorization", "Bearer "+c.StudentToken("alice"), "Content-Type", "application/json"), 403, "does not open this page"},
+		{"guess 10 websocket", "GET", "/s/alice/ws", "", from(guesser, "Authorization", "Bearer guess-10", "Upgrade", "websocket", "Connection", "Upgrade"), 403, "does not open this page"},
+		{"no token is no guess", "GET", "/api/class", "", from(guesser), 401, "needs a token"},
+		{"guess 11", "GET", "/api/class", "", from(guesser, "Authorization", "Bearer guess-11"), 429, "too many failed sign-ins; try again in 6 s"},
+		{"the instructor's token while refused", "GET", "/api/class", "", from(guesser, "Authorization", "Bearer "+portalInstructor), 429, "too many failed sign-ins"},
+		{"the student's token while refused", "GET", "/s/alice/api/state", "", from(guesser, "Authorization", "Bearer "+c.StudentToken("alice")), 429, "too many failed sign-ins"},
+		{"a reset with the right token while refused", "POST", "/api/actions/reset", `{"exercise":"node-init","students":["alice"]}`, from(guesser, "Authorization", "Bearer "+portalInstructor, "Content-Type", "application/json"), 429, "too many failed sign-ins"},
+		{"another client's wrong token", "GET", "/api/class", "", from("192.0.2.67:1", "Authorization", "Bearer nope"), 403, "does not open this page"},
+	}
+	cases = append(cases, guesses...)
 	t.Logf("%d cases", len(cases))
 	before := statePortal(c, labs)
 	seen := map[string]bool{}
@@ -250,6 +298,18 @@ func TestPortalBadInput(t *testing.T) {
 				t.Fatalf("something changed:\nbefore %+v\nafter  %+v", before, after)
 			}
 		})
+	}
+	refused := serveCase(c, portalCase{method: "GET", path: "/api/class", header: from(guesser, "Authorization", "Bearer "+portalInstructor)})
+	if refused.Code != 429 || refused.Header().Get("Retry-After") != "6" {
+		t.Fatalf("the guesser, still refused: %d, Retry-After %q", refused.Code, refused.Header().Get("Retry-After"))
+	}
+	fc.Step(6 * time.Second)
+	if rec := serveCase(c, portalCase{method: "GET", path: "/api/class", header: from(guesser, "Authorization", "Bearer "+portalInstructor)}); rec.Code != 200 {
+		t.Fatalf("the right token after the wait: %d %s", rec.Code, rec.Body)
+	}
+	fc.Step(time.Minute)
+	if rec := serveCase(c, portalCase{method: "GET", path: "/s/alice/api/state", header: from(guesser, "Authorization", "Bearer "+c.StudentToken("alice"))}); rec.Code != 200 {
+		t.Fatalf("the student's token after the window: %d %s", rec.Code, rec.Body)
 	}
 	// The barrier: the same portal acts on a good request, so the refusals
 	// above were not a portal that reaches no lab at all.

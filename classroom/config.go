@@ -61,6 +61,9 @@ type Config struct {
 	// Default 30s.
 	StopTimeout time.Duration
 
+	// Limits bound what one client may hold at the portal (limits.go).
+	Limits Limits
+
 	Logger *slog.Logger
 	// Out receives the lines meant for the instructor (the URL).
 	Out   io.Writer

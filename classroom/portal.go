@@ -35,6 +35,10 @@ type Classroom struct {
 	// guard checks Host, cross-origin and query before the mux; Run
 	// replaces it once the listen address is known.
 	guard atomic.Pointer[httpguard.Guard]
+	// signIns bounds each client's failed token guesses.
+	signIns *httpguard.SignIns
+	// conns counts each client's open connections; Run sets it.
+	conns atomic.Pointer[httpguard.ClientConns]
 	// runCtx is set by Run: watchers of labs live no longer than it.
 	runCtx context.Context
 	mu     sync.Mutex
@@ -50,6 +54,14 @@ func New(cfg Config) (*Classroom, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	cfg.Limits.defaults()
+	if err := cfg.Limits.validate(); err != nil {
+		return nil, err
+	}
+	signIns, err := httpguard.NewSignIns(httpguard.SignInConfig{Burst: cfg.Limits.FailedSignIns, Window: cfg.Limits.SignInWindow, Clock: cfg.Clock})
+	if err != nil {
+		return nil, err
+	}
 	abs, err := filepath.Abs(cfg.DataDir)
 	if err != nil {
 		return nil, err
@@ -62,7 +74,7 @@ func New(cfg Config) (*Classroom, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the class's tokens: %w", err)
 	}
-	c := &Classroom{cfg: cfg, tokens: t, runCtx: context.Background()}
+	c := &Classroom{cfg: cfg, tokens: t, signIns: signIns, runCtx: context.Background()}
 	c.class = newClass(&c.cfg, t)
 	onReady := func(name, addr string, done <-chan struct{}) {
 		c.mu.Lock()
@@ -138,13 +150,25 @@ func (c *Classroom) Run(ctx context.Context, ln net.Listener) error {
 	if err := c.backend.Prepare(ctx); err != nil {
 		return err
 	}
-	srv := &http.Server{
-		Handler:           c.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
+	// The portal faces every student, and whoever else reaches its
+	// address: each client's connections are capped, and each one is
+	// bounded in time (httpguard.Timeouts; a proxied websocket by
+	// Limits.WebsocketIdle and WebsocketWrite).
+	conns, err := httpguard.LimitClientConns(ln, httpguard.ClientConnsConfig{Max: c.cfg.Limits.ConnsPerClient, Logger: c.cfg.Logger, Clock: c.cfg.Clock})
+	if err != nil {
+		return err
+	}
+	c.conns.Store(conns)
+	srv, err := httpguard.NewServer(httpguard.ServerConfig{
+		Handler:     c.Handler(),
+		Timeouts:    c.cfg.Limits.Timeouts,
+		BaseContext: func(net.Listener) context.Context { return ctx },
+	})
+	if err != nil {
+		return err
 	}
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
+	go func() { serveErr <- srv.Serve(conns) }()
 	backendDone := make(chan error, 1)
 	backendCtx, stopBackend := context.WithCancel(context.WithoutCancel(ctx))
 	go func() { backendDone <- c.backend.Run(backendCtx) }()
@@ -158,7 +182,6 @@ func (c *Classroom) Run(ctx context.Context, ln net.Listener) error {
 	fmt.Fprintf(c.cfg.Out, "  instructor token: %s\n", filepath.Join(c.cfg.DataDir, "instructor-token"))
 	fmt.Fprintf(c.cfg.Out, "ccmlab classroom is ready: %s/?token=%s\n", strings.TrimRight(base, "/"), url.QueryEscape(c.tokens.instructor))
 
-	var err error
 	select {
 	case <-ctx.Done():
 	case err = <-serveErr:
@@ -234,10 +257,28 @@ func tokenIs(got, want string) bool {
 	return want != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
 }
 
-// who tells who the request is, for a student's path (studentToken set)
-// or the instructor's pages. It looks at ?token=, then the bearer header,
-// then the cookies; it answers the best role any of them gives.
-func (c *Classroom) who(r *http.Request, studentToken string) (role, string) {
+// signIn tells who the request is (who), within the client's budget of
+// failed sign-ins: a request that presents tokens none of which opens
+// anything spends one. A client out of budget is answered 429 and false,
+// its tokens not even compared, right or wrong: past the budget a guess
+// tells nothing.
+func (c *Classroom) signIn(w http.ResponseWriter, r *http.Request, studentToken string) (role, string, bool) {
+	if len(presented(r)) == 0 {
+		return roleNone, "", true // no token is no guess
+	}
+	si, wait := c.signIns.Begin(r)
+	if si == nil {
+		httpguard.WriteTooMany(w, wait)
+		return roleNone, "", false
+	}
+	rl, tok := c.who(r, studentToken)
+	si.Done(rl != roleWrong)
+	return rl, tok, true
+}
+
+// presented lists the tokens r carries: ?token=, then the bearer header,
+// then the portal's cookies.
+func presented(r *http.Request) []string {
 	var presented []string
 	if q := r.URL.Query().Get("token"); q != "" {
 		presented = append(presented, q)
@@ -250,6 +291,13 @@ func (c *Classroom) who(r *http.Request, studentToken string) (role, string) {
 			presented = append(presented, ck.Value)
 		}
 	}
+	return presented
+}
+
+// who tells who the request is, for a student's path (studentToken set)
+// or the instructor's pages: the best role any token it presents gives.
+func (c *Classroom) who(r *http.Request, studentToken string) (role, string) {
+	presented := presented(r)
 	if len(presented) == 0 {
 		return roleNone, ""
 	}
@@ -296,7 +344,10 @@ func refuse(w http.ResponseWriter, rl role) {
 // cross-origin mutations already).
 func (c *Classroom) instructor(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		rl, tok := c.who(r, "")
+		rl, tok, ok := c.signIn(w, r, "")
+		if !ok {
+			return
+		}
 		if rl != roleInstructor {
 			refuse(w, rl)
 			return
@@ -316,7 +367,10 @@ func (c *Classroom) student(w http.ResponseWriter, r *http.Request) {
 	if known {
 		want = c.tokens.students[name]
 	}
-	rl, tok := c.who(r, want)
+	rl, tok, ok := c.signIn(w, r, want)
+	if !ok {
+		return
+	}
 	if rl != roleStudent && rl != roleInstructor {
 		refuse(w, rl)
 		return
@@ -345,6 +399,12 @@ func (c *Classroom) student(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		httpguard.WriteError(w, http.StatusBadGateway, err.Error())
 		return
+	}
+	if httpguard.IsWebsocket(r) {
+		// The portal relays the lab's frames byte for byte; what bounds
+		// a stalled client is its connection's deadlines, and the end
+		// of the lab's side (the lab drops a client that misses a pong).
+		w = httpguard.BoundHijacked(w, c.cfg.Limits.WebsocketIdle, c.cfg.Limits.WebsocketWrite)
 	}
 	c.proxy(name, addr, prefix).ServeHTTP(w, r)
 }

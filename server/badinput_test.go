@@ -12,14 +12,18 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/kubernetes/fake"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/ccmlab/ccmlab/exercises"
 	"github.com/ccmlab/ccmlab/exercises/check"
 	"github.com/ccmlab/ccmlab/exercises/progress"
 	"github.com/ccmlab/ccmlab/internal/datafs"
+	"github.com/ccmlab/ccmlab/internal/httpguard"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/flow"
 	"github.com/ccmlab/ccmlab/lab/history"
@@ -40,6 +44,10 @@ type cheapLab struct {
 	// restarts are the restarts asked for (Lab.Restart); a refused
 	// request asks for none.
 	restarts *[]string
+	// clients numbers the requests: each comes from an address of its
+	// own unless its case names one, so the cases, independent of each
+	// other, do not spend one client's budget of failed sign-ins.
+	clients atomic.Uint32
 }
 
 func newCheapLab(t *testing.T, token string) *cheapLab {
@@ -163,7 +171,7 @@ type badCase struct {
 	method string
 	path   string
 	body   string
-	header map[string]string // "Host" sets the request's Host
+	header map[string]string // "Host" sets the request's Host, "RemoteAddr" its client
 	want   int
 	msg    string // a substring of the error message
 }
@@ -175,9 +183,15 @@ func (l *cheapLab) serve(c badCase) *httptest.ResponseRecorder {
 	}
 	r := httptest.NewRequest(c.method, c.path, body)
 	r.Host = "127.0.0.1:8080"
+	n := l.clients.Add(1)
+	r.RemoteAddr = fmt.Sprintf("10.%d.%d.%d:1234", n>>16&0xff, n>>8&0xff, n&0xff)
 	for k, v := range c.header {
-		if k == "Host" {
+		switch k {
+		case "Host":
 			r.Host = v
+			continue
+		case "RemoteAddr":
+			r.RemoteAddr = v
 			continue
 		}
 		r.Header.Set(k, v)
@@ -459,6 +473,82 @@ func TestBadInputToken(t *testing.T) {
 	)
 	t.Logf("%d cases", len(cases))
 	runBadCases(t, l, cases)
+}
+
+// TestBadInputTokenGuesses: one client's wrong tokens (bearer, query or
+// cookie) are refused 401 ten times, then 429 with Retry-After, and while
+// it lasts even the right token is not compared; another client is not
+// held back, and after the wait the right token opens the lab again.
+func TestBadInputTokenGuesses(t *testing.T) {
+	const token = "0123456789abcdef-token"
+	l := newCheapLab(t, token)
+	fc := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	var err error
+	if l.srv.signIns, err = httpguard.NewSignIns(httpguard.SignInConfig{Clock: fc}); err != nil {
+		t.Fatal(err)
+	}
+	const guesser = "192.0.2.66:40000"
+	from := func(addr string, kv ...string) map[string]string {
+		h := map[string]string{"RemoteAddr": addr, "Content-Type": "application/json"}
+		for i := 0; i < len(kv); i += 2 {
+			h[kv[i]] = kv[i+1]
+		}
+		return h
+	}
+	put := func(name, path string, h map[string]string, want int, msg string) badCase {
+		return badCase{name, "PUT", path, `{"enabled":false}`, h, want, msg}
+	}
+	var cases []badCase
+	for i := range 10 {
+		h := from(guesser, "Authorization", fmt.Sprintf("Bearer guess-%02d", i))
+		path := "/api/controllers/node"
+		switch i % 3 {
+		case 1:
+			h = from(guesser)
+			path += fmt.Sprintf("?token=guess-%02d", i)
+		case 2:
+			h = from(guesser, "Cookie", fmt.Sprintf("%s=guess-%02d", tokenCookie, i))
+		}
+		cases = append(cases, put(fmt.Sprintf("guess %d", i+1), path, h, 401, "this lab needs its token"))
+	}
+	cases = append(cases,
+		put("no token is no guess", "/api/controllers/node", from(guesser), 401, "this lab needs its token"),
+		put("guess 11", "/api/controllers/node", from(guesser, "Authorization", "Bearer guess-11"), 429, "too many failed sign-ins; try again in 6 s"),
+		put("the right token while refused", "/api/controllers/node", from(guesser, "Authorization", "Bearer "+token), 429, "too many failed sign-ins"),
+		put("the right token in the query while refused", "/api/controllers/node?token="+token, from(guesser), 429, "too many failed sign-ins"),
+		put("another client, wrong token", "/api/controllers/node", from("192.0.2.67:1", "Authorization", "Bearer nope"), 401, "this lab needs its token"),
+		badCase{"a websocket while refused", "GET", "/ws", "", from(guesser, "Authorization", "Bearer "+token, "Upgrade", "websocket", "Connection", "Upgrade"), 429, "too many failed sign-ins"},
+	)
+	runBadCases(t, l, cases)
+
+	rec := l.serve(badCase{method: "GET", path: "/api/state", header: from(guesser, "Authorization", "Bearer "+token)})
+	if rec.Code != 429 || rec.Header().Get("Retry-After") != "6" {
+		t.Fatalf("still refused: %d, Retry-After %q", rec.Code, rec.Header().Get("Retry-After"))
+	}
+	if rec := l.serve(badCase{method: "GET", path: "/api/state", header: from("198.51.100.1:1", "Authorization", "Bearer "+token)}); rec.Code != 200 {
+		t.Fatalf("another client with the right token: %d %s", rec.Code, rec.Body)
+	}
+	fc.Step(6 * time.Second)
+	if rec := l.serve(badCase{method: "GET", path: "/api/state", header: from(guesser, "Authorization", "Bearer "+token)}); rec.Code != 200 {
+		t.Fatalf("the right token after the wait: %d %s", rec.Code, rec.Body)
+	}
+	// Right tokens cost nothing: one wrong guess is all the budget there
+	// is, however many right ones came before.
+	for range 20 {
+		if rec := l.serve(badCase{method: "GET", path: "/api/state", header: from(guesser, "Authorization", "Bearer "+token)}); rec.Code != 200 {
+			t.Fatalf("the right token again: %d", rec.Code)
+		}
+	}
+	if rec := l.serve(put("", "/api/controllers/node", from(guesser, "Authorization", "Bearer nope"), 0, "")); rec.Code != 401 {
+		t.Fatalf("one guess after the wait: %d", rec.Code)
+	}
+	if rec := l.serve(put("", "/api/controllers/node", from(guesser, "Authorization", "Bearer nope"), 0, "")); rec.Code != 429 {
+		t.Fatalf("a second guess after the wait: %d", rec.Code)
+	}
+	fc.Step(time.Minute)
+	if rec := l.serve(badCase{method: "GET", path: "/api/state", header: from(guesser, "Authorization", "Bearer "+token)}); rec.Code != 200 {
+		t.Fatalf("the right token after the window: %d %s", rec.Code, rec.Body)
+	}
 }
 
 // A good restart request reaches Lab.Restart once, with the add-ons

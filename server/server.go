@@ -39,6 +39,9 @@ type Config struct {
 	// them, nor a loopback name, is refused (421) before anything runs.
 	Listen       string
 	AllowedHosts []string
+	// SignIns bounds failed token guesses per client (429 past them);
+	// zero values take httpguard's defaults.
+	SignIns httpguard.SignInConfig
 }
 
 func (c *Config) validate() error {
@@ -54,12 +57,13 @@ func (c *Config) validate() error {
 // Server serves the lab's HTTP API. It answers /healthz with 503 until
 // SetReady(true), so scripts and probes can wait for the lab.
 type Server struct {
-	cfg   Config
-	guard *httpguard.Guard
-	echo  *echo.Echo
-	ready atomic.Bool
-	lab   atomic.Pointer[Lab]
-	disk  diskWatch
+	cfg     Config
+	guard   *httpguard.Guard
+	signIns *httpguard.SignIns
+	echo    *echo.Echo
+	ready   atomic.Bool
+	lab     atomic.Pointer[Lab]
+	disk    diskWatch
 }
 
 // New builds the routes.
@@ -71,7 +75,11 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, guard: guard, echo: echo.New()}
+	signIns, err := httpguard.NewSignIns(cfg.SignIns)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, guard: guard, signIns: signIns, echo: echo.New()}
 	s.echo.HideBanner = true
 	s.echo.HidePort = true
 	s.echo.HTTPErrorHandler = s.errorHandler

@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"time"
 
 	"github.com/ccmlab/ccmlab/internal/httpguard"
 )
@@ -43,7 +42,13 @@ func startPprof(addr string) (stop func(), err error) {
 		ln.Close()
 		return nil, err
 	}
-	srv := &http.Server{Handler: guard.Handler(mux), ReadHeaderTimeout: 10 * time.Second}
+	// A per-write WriteTimeout: a 30 s CPU profile writes once it is
+	// taken (http.Server's own WriteTimeout would refuse ?seconds= past it).
+	srv, err := httpguard.NewServer(httpguard.ServerConfig{Handler: guard.Handler(mux)})
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
 	go func() { _ = srv.Serve(ln) }()
 	return func() { _ = srv.Close() }, nil
 }

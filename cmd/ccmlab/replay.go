@@ -7,12 +7,12 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ccmlab/ccmlab/internal/httpguard"
 	"github.com/ccmlab/ccmlab/server/replay"
 )
 
@@ -67,10 +67,15 @@ func runReplay(ctx context.Context, file string, o *replayOptions, out io.Writer
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", o.listen, errors.Unwrap(err))
 	}
-	httpServer := &http.Server{
-		Handler:           srv,
-		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
+	// httpguard's bounds: the recording (up to MaxRecording) streams in
+	// writes each bounded by WriteTimeout, however long it takes in all.
+	httpServer, err := httpguard.NewServer(httpguard.ServerConfig{
+		Handler:     srv,
+		BaseContext: func(net.Listener) context.Context { return ctx },
+	})
+	if err != nil {
+		ln.Close()
+		return err
 	}
 	served := make(chan error, 1)
 	go func() { served <- httpServer.Serve(ln) }()

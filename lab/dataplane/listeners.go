@@ -14,6 +14,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/ccmlab/ccmlab/internal/httpguard"
 	"github.com/ccmlab/ccmlab/lab/dataplane/tracetext"
 )
 
@@ -151,10 +152,13 @@ func (d *Dataplane) openListener(k listenerKey) (*lbListener, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv := &http.Server{
-		Handler:           d.handler(k),
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(d.log.Handler(), slog.LevelDebug),
+	srv, err := httpguard.NewServer(httpguard.ServerConfig{
+		Handler:  d.handler(k),
+		ErrorLog: slog.NewLogLogger(d.log.Handler(), slog.LevelDebug),
+	})
+	if err != nil {
+		ln.Close()
+		return nil, err
 	}
 	d.serving.Add(1)
 	go func() {

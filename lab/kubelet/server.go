@@ -26,6 +26,7 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/keyutil"
 
+	"github.com/ccmlab/ccmlab/internal/httpguard"
 	"github.com/ccmlab/ccmlab/internal/podlog"
 )
 
@@ -85,9 +86,14 @@ func newAPIServer(m *Manager) (*apiServer, error) {
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", s.containerLogs)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	s.mountStreams(mux) // streams.go
-	s.srv = &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
+	s.srv, err = httpguard.NewServer(httpguard.ServerConfig{
+		Handler: mux,
+		// No WriteTimeout: the one client is the apiserver (mutual TLS),
+		// and `kubectl logs -f` and exec streams write for as long as
+		// kubectl reads; a paused kubectl (a pager) pauses them. The real
+		// kubelet allows 4 h. The default IdleTimeout (2 min) outlasts
+		// the apiserver's own 90 s, so the apiserver closes first.
+		Timeouts: httpguard.Timeouts{WriteTimeout: httpguard.Never},
 		ConnState: func(c net.Conn, st http.ConnState) {
 			if st == http.StateClosed || st == http.StateHijacked {
 				s.byConn.Delete(c.RemoteAddr().String())
@@ -96,6 +102,10 @@ func newAPIServer(m *Manager) (*apiServer, error) {
 		// A client without the CA's certificate fails its handshake; that
 		// is the server doing its job, not news for the terminal.
 		ErrorLog: slog.NewLogLogger(m.log.Handler(), slog.LevelDebug),
+	})
+	if err != nil {
+		s.ln.Close()
+		return nil, err
 	}
 	return s, nil
 }
