@@ -310,17 +310,20 @@ func (m *Manager) stopPodContainers(uid types.UID, grace time.Duration) {
 	m.prt.mu.Lock()
 	p := m.prt.byID[uid]
 	delete(m.prt.byID, uid)
-	m.prt.mu.Unlock()
-	if p == nil {
-		return
-	}
 	var done []chan struct{}
-	for _, c := range p.all() {
-		c.stdin.close()
-		if c.running {
-			c.cancel()
-			done = append(done, c.done)
+	var stdins []*stdin
+	if p != nil {
+		for _, c := range p.all() {
+			stdins = append(stdins, c.stdin)
+			if c.running {
+				c.cancel()
+				done = append(done, c.done)
+			}
 		}
+	}
+	m.prt.mu.Unlock()
+	for _, s := range stdins {
+		s.close()
 	}
 	t := time.NewTimer(grace)
 	defer t.Stop()
@@ -334,9 +337,18 @@ func (m *Manager) stopPodContainers(uid types.UID, grace time.Duration) {
 	}
 }
 
-// runningContainer returns the spec of pod's container name while it
-// runs, and its attach streams.
-func (m *Manager) runningContainer(pod *v1.Pod, name string) (*ctr, error) {
+// running is what a stream needs of a running container, copied under
+// the lock: a restart replaces done.
+type running struct {
+	name  string
+	spec  v1.Container
+	done  chan struct{}
+	out   *output
+	stdin *stdin
+}
+
+// runningContainer returns pod's container name while it runs.
+func (m *Manager) runningContainer(pod *v1.Pod, name string) (*running, error) {
 	m.prt.mu.Lock()
 	defer m.prt.mu.Unlock()
 	p := m.prt.byID[pod.UID]
@@ -350,7 +362,7 @@ func (m *Manager) runningContainer(pod *v1.Pod, name string) (*ctr, error) {
 	if !c.running {
 		return nil, fmt.Errorf("container %s is not running", name)
 	}
-	return c, nil
+	return &running{name: c.name, spec: c.spec, done: c.done, out: c.out, stdin: c.stdin}, nil
 }
 
 // buildStatus is pod's status from its containers' state, as a kubelet's

@@ -66,7 +66,7 @@ func (s *apiServer) streamPod(w http.ResponseWriter, r *http.Request) (*v1.Pod, 
 
 // streamContainer is the running container a request names; on failure
 // it has answered already, as the kubelet answers before any upgrade.
-func (s *apiServer) streamContainer(w http.ResponseWriter, r *http.Request) (*v1.Pod, *ctr, *remotecommand.Options, bool) {
+func (s *apiServer) streamContainer(w http.ResponseWriter, r *http.Request) (*v1.Pod, *running, *remotecommand.Options, bool) {
 	opts, err := remotecommand.NewOptions(r)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -128,7 +128,7 @@ func podFullName(pod *v1.Pod) string { return pod.Name + "_" + pod.Namespace }
 type execer struct {
 	m   *Manager
 	pod *v1.Pod
-	c   *ctr
+	c   *running
 }
 
 func (e *execer) ExecInContainer(ctx context.Context, _, _, _ string, cmd []string, in io.Reader, out, errw io.WriteCloser, tty bool, _ <-chan remotecommand.TerminalSize, _ time.Duration) error {

@@ -493,10 +493,12 @@ func (p *proc) runCommand(ctx context.Context, args []string, fromShell bool) in
 }
 
 // meter throttles a process to rate steps per second: a busy loop sleeps
-// instead of spinning a core.
+// instead of spinning a core. A pipeline's stages share their shell's
+// meter, so it is safe for concurrent use.
 type meter struct {
 	rate  int
 	clock clock.Clock
+	mu    sync.Mutex
 	n     int
 	start time.Time
 }
@@ -505,22 +507,24 @@ func (m *meter) step(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	m.mu.Lock()
 	m.n++
 	if m.n < max(m.rate/10, 1) {
+		m.mu.Unlock()
 		return nil
 	}
 	now := m.clock.Now()
 	if m.start.IsZero() {
 		m.start, m.n = now, 0
+		m.mu.Unlock()
 		return nil
 	}
-	want := time.Duration(m.n) * time.Second / time.Duration(m.rate)
-	if elapsed := now.Sub(m.start); elapsed < want {
-		if err := sleepCtx(ctx, m.clock, want-elapsed); err != nil {
-			return err
-		}
+	wait := time.Duration(m.n)*time.Second/time.Duration(m.rate) - now.Sub(m.start)
+	m.start, m.n = now.Add(max(wait, 0)), 0
+	m.mu.Unlock()
+	if wait > 0 {
+		return sleepCtx(ctx, m.clock, wait)
 	}
-	m.start, m.n = m.clock.Now(), 0
 	return nil
 }
 
