@@ -47,7 +47,7 @@ func startEtcd(cfgLab Config) (*embed.Etcd, string, error) {
 	// etcd logs through zap, not klog; keep it as quiet as the rest of the
 	// control plane unless the user asked for more. Real failures still
 	// come back as errors from StartEtcd and e.Err().
-	cfg.LogLevel = "error"
+	cfg.LogLevel = "panic"
 	if verbosity > 0 {
 		cfg.LogLevel = "warn"
 	}

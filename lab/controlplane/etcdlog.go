@@ -16,7 +16,7 @@ import (
 // etcd logs through zap, not klog. Once CaptureKlog has run, etcd's
 // info-level lines go into the etcd static Pod's log in etcd's own JSON
 // format (what `kubectl logs` of a kubeadm etcd Pod shows); the terminal
-// gets errors (warnings with -v). etcd ends the process through its
+// gets the lines that end the process (warnings with -v). etcd ends the process through its
 // logger's Fatal when a write of its own fails (storage/backend/
 // batch_tx.go:282, etcdserver/raft.go:257): that last line must reach the
 // lab's log, not only a Pod log that ends with the process.
@@ -41,7 +41,9 @@ func captureEtcdLogs(cfg *embed.Config, verbosity int) bool {
 	}
 	enc := zap.NewProductionEncoderConfig()
 	enc.TimeKey, enc.EncodeTime = "ts", zapcore.RFC3339NanoTimeEncoder
-	terminal := zapcore.ErrorLevel
+	// Panic and Fatal end the process; etcd's errors include its own
+	// shutdown ("server closed"), which is no news.
+	terminal := zapcore.PanicLevel
 	if verbosity > 0 {
 		terminal = zapcore.WarnLevel
 	}

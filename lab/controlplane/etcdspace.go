@@ -33,10 +33,14 @@ import (
 //     (storage/backend/backend.go:472-614); the quota counts the database's
 //     high-water size (storage/quota.go:133, backend.Size), which only a
 //     defragmentation lowers;
-//   - disarms the alarm once the database is back under nine tenths of the
+//   - disarms the alarm once the database is back under four fifths of the
 //     quota and the disk has half as much again as the reserve free, so
 //     the lab resumes without a restart. etcd raises it again by itself on
-//     the next write that does not fit.
+//     the next write that does not fit. etcd counts the write's own size
+//     (storage/quota.go:133), so it raises the alarm with the database up
+//     to a request (1.5 MiB, embed/config.go:67) under
+//     the quota: a fifth of the smallest quota (16 MiB) keeps the alarm from
+//     being disarmed at once and raised again by the next write.
 
 // EtcdSpace says whether the lab's etcd takes writes.
 type EtcdSpace struct {
@@ -140,7 +144,7 @@ func (g *spaceGuard) check(ctx context.Context) {
 	if full {
 		g.reclaim(ctx, free)
 		roomy := free < 0 || free >= g.reserve+g.reserve/2
-		if roomy && g.srv.Backend().Size() < g.quota-g.quota/10 {
+		if roomy && g.srv.Backend().Size() < g.quota-g.quota/5 {
 			if err := g.alarm(ctx, pb.AlarmRequest_DEACTIVATE); err != nil {
 				g.log.Error("could not let etcd take writes again", "err", err)
 			} else {
