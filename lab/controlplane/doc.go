@@ -13,8 +13,11 @@
 // kubeconfig. Ports are chosen free at start so that several labs (and test
 // packages) run side by side.
 //
-// The apiserver reaches kubelets through its egress selector and an HTTP
-// CONNECT proxy on loopback (egress.go), whose dialer the lab sets. klog is
+// Every address the apiserver dials that a user can write (kubelets,
+// webhooks, APIServices) goes through its egress selector and an HTTP
+// CONNECT proxy on loopback (egress.go) that dials only the lab's own
+// addresses; the kubelets' dialer is the lab's. etcdspace.go keeps a full
+// disk or a full etcd an answer rather than an exit. klog is
 // captured into the static Pods' logs by caller package (logs.go, etcd's
 // zap lines in etcdlog.go), and StaticPods returns the components'
 // manifests for the control-plane node's mirror Pods (mirrorpods.go).
