@@ -63,7 +63,7 @@ func (l *Limits) defaults() {
 func (l *Limits) validate() error {
 	var errs []error
 	if l.ConnsPerClient < 1 || l.ConnsPerClient > 65535 {
-		errs = append(errs, fmt.Errorf("connections per client must be between 1 and 65535, got %d", l.ConnsPerClient))
+		errs = append(errs, fmt.Errorf("connections per client (--conns-per-client) must be between 1 and 65535, got %d", l.ConnsPerClient))
 	}
 	if l.FailedSignIns < 1 || l.FailedSignIns > 1000 {
 		errs = append(errs, fmt.Errorf("failed sign-ins per client must be between 1 and 1000, got %d", l.FailedSignIns))
