@@ -1,6 +1,11 @@
 package controlplane
 
 import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -65,5 +70,19 @@ func TestAPIServerDialsKubeletsByIP(t *testing.T) {
 	want := "--kubelet-preferred-address-types=InternalIP,ExternalIP"
 	if !slices.Contains(args, want) {
 		t.Errorf("apiserver args lack %s: %s", want, strings.Join(args, " "))
+	}
+}
+
+// On a disk that is already nearly full etcd would end the process at its
+// first write; Start says so instead and starts nothing.
+func TestStartRefusesANearlyFullDisk(t *testing.T) {
+	cfg := Config{DataDir: t.TempDir(), diskFree: func(string) (int64, error) { return 10 << 20, nil }}
+	_, err := Start(context.Background(), cfg)
+	want := "has 10.0 MiB free; etcd needs 64.0 MiB to start: free some disk space"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Start = %v, want an error saying %q", err, want)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.DataDir, "etcd")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("etcd's data dir: %v, want none", err)
 	}
 }
