@@ -4,6 +4,7 @@ package upstreamtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,6 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/smithy-go"
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -172,6 +177,54 @@ func TestUpstreamLoadBalancersCarryTraffic(t *testing.T) {
 	// The rules the provider made, for docs/aws.md.
 	for _, g := range lab.Cloud.SecurityGroupViews() {
 		t.Logf("security group %s (%s): %+v", g.ID, g.Name, g.Ingress)
+	}
+	t.Run("every AWS caller signs with its own key", func(t *testing.T) {
+		callerKeysOnTheServedLab(t, lab)
+	})
+}
+
+// callerKeysOnTheServedLab: on the served lab the CCM's controllers, in
+// their DaemonSet's Pod, sign with keys of their own, which the call log
+// names; the student's key (aws.env's) is aws-cli, and a path cannot make
+// it anyone else.
+func callerKeysOnTheServedLab(t *testing.T, lab *apptest.Lab) {
+	callers := map[string]bool{}
+	for _, c := range lab.Cloud.Calls(0) {
+		if c.Service != "" {
+			callers[c.Caller] = true
+		}
+	}
+	if !callers["service-controller"] || !callers["node-controller"] {
+		t.Fatalf("callers of the AWS API in the call log: %v", callers)
+	}
+	student := lab.AWSAPI.StudentKey()
+	client := func(path string) *ec2.Client {
+		cfg := aws.Config{Region: lab.Cloud.Config().Region, Retryer: func() aws.Retryer { return aws.NopRetryer{} },
+			Credentials: credentials.NewStaticCredentialsProvider(student.AccessKeyID, student.SecretAccessKey, "")}
+		return ec2.NewFromConfig(cfg, func(o *ec2.Options) { o.BaseEndpoint = aws.String(lab.AWSAPI.URL() + path) })
+	}
+	before := len(lab.Cloud.Calls(0))
+	if _, err := client("").DescribeVpcs(env.Ctx, &ec2.DescribeVpcsInput{}); err != nil {
+		t.Fatal(err)
+	}
+	var mine []string
+	for _, c := range lab.Cloud.Calls(0)[before:] {
+		if c.Action == "DescribeVpcs" {
+			mine = append(mine, c.Caller)
+		}
+	}
+	if !slices.Equal(mine, []string{"aws-cli"}) {
+		t.Fatalf("the student's DescribeVpcs is logged by %v", mine)
+	}
+	before = len(lab.Cloud.Calls(0))
+	var ae smithy.APIError
+	if _, err := client("/caller/service-controller/").DescribeVpcs(env.Ctx, &ec2.DescribeVpcsInput{}); !errors.As(err, &ae) || ae.ErrorCode() != "InvalidAction" {
+		t.Fatalf("the student's key at a controller's path: %v, want InvalidAction", err)
+	}
+	for _, c := range lab.Cloud.Calls(0)[before:] {
+		if c.Action == "DescribeVpcs" {
+			t.Fatalf("a refused call is in the call log: %+v", c)
+		}
 	}
 }
 
