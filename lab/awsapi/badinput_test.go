@@ -103,6 +103,8 @@ func TestBadInput(t *testing.T) {
 		{"index 0", ec2q("DescribeInstances", "InstanceId.0", inst), 400, "UnknownParameter"},
 		{"an index of seven digits", ec2q("DescribeInstances", "InstanceId.1000000", inst), 400, "UnknownParameter"},
 		{"a value for a structure", ec2q("DescribeInstances", "Filter.1", "x"), 400, "UnknownParameter"},
+		{"a value for a list", ec2q("DescribeInstances", "InstanceId", inst), 400, "UnknownParameter"},
+		{"ELBv2 a value for a list", v2q("CreateLoadBalancer", "Name", "n2", "SecurityGroups", "sg-1"), 400, "InvalidQueryParameter"},
 		{"a field of a scalar", ec2q("DescribeInstances", "DryRun.Value", "true"), 400, "UnknownParameter"},
 		{"ELB's list spelling in EC2", ec2q("DescribeInstances", "InstanceId.member.1", inst), 400, "UnknownParameter"},
 		{"EC2's list spelling in ELB", elbq("DescribeLoadBalancers", "LoadBalancerNames.1", "e1"), 400, "InvalidQueryParameter"},
@@ -152,6 +154,10 @@ func TestBadInput(t *testing.T) {
 		// in a tag, a tab too; ELB takes the letters of any script.
 		{"EC2 a tag of punctuation, Japanese and a tab", ec2q("CreateTags", "ResourceId.1", inst, "Tag.1.Key", "チーム #1", "Tag.1.Value", "青\t<&>"), 200, ""},
 		{"ELB a tag in Japanese", elbq("AddTags", "LoadBalancerNames.member.1", "e1", "Tags.member.1.Key", "チーム", "Tags.member.1.Value", "青 組"), 200, ""},
+		// An empty list is its bare name, as the SDK writes it (the
+		// upstream provider's NLB without security groups).
+		{"ELBv2 an empty list", v2q("DescribeLoadBalancers", "Names", ""), 200, ""},
+		{"EC2 an empty list", ec2q("DescribeInstances", "InstanceId", ""), 200, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := state(t, l.cloud)

@@ -137,10 +137,17 @@ type query struct {
 func (c *codec) newQuery(form url.Values, in reflect.Type) (query, error) {
 	q := query{form: form, prefixes: map[string]bool{}}
 	for k, vs := range form {
-		if err := c.checkName(&q, in, k); err != nil {
+		list, err := c.checkName(&q, in, k)
+		if err != nil {
 			return q, err
 		}
 		for _, v := range vs {
+			// The SDK writes an empty list as its bare name with an empty
+			// value (newArray, aws/protocol/query/array.go of
+			// aws-sdk-go-v2 v1.41.1); a list has no other value.
+			if list && v != "" {
+				return q, &paramError{kind: paramUnknown, key: k}
+			}
 			q.work += len(v)
 			if why := badChars(v); why != "" {
 				return q, &paramError{kind: paramBadChar, key: k, value: v, want: why}
@@ -160,28 +167,29 @@ func (c *codec) newQuery(form url.Values, in reflect.Type) (query, error) {
 
 // checkName accepts a parameter name only if it names a value of the
 // input type t: each dotted segment a field's wire name, or a list's
-// index (after "member" for ELB's lists), down to a scalar. It stops at
-// the first segment that is not, so a name of a million dots costs one.
-func (c *codec) checkName(q *query, t reflect.Type, key string) error {
+// index (after "member" for ELB's lists), down to a scalar, or a list
+// (which may be sent empty). It stops at the first segment that is not,
+// so a name of a million dots costs one.
+func (c *codec) checkName(q *query, t reflect.Type, key string) (list bool, err error) {
 	q.work++
 	if len(key) > maxParamName {
-		return &paramError{kind: paramMalformed, key: key}
+		return false, &paramError{kind: paramMalformed, key: key}
 	}
 	q.work += len(key)
 	if commonParams[key] {
-		return nil
+		return false, nil
 	}
 	for i := range len(key) {
 		b := key[i]
 		if !(b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '.') {
-			return &paramError{kind: paramMalformed, key: key}
+			return false, &paramError{kind: paramMalformed, key: key}
 		}
 	}
 	rest := key
 	for {
 		seg, tail, more := strings.Cut(rest, ".")
 		if seg == "" {
-			return &paramError{kind: paramMalformed, key: key}
+			return false, &paramError{kind: paramMalformed, key: key}
 		}
 		for t.Kind() == reflect.Pointer {
 			t = t.Elem()
@@ -190,27 +198,27 @@ func (c *codec) checkName(q *query, t reflect.Type, key string) error {
 		case t.Kind() == reflect.Struct && t != reflect.TypeFor[time.Time]():
 			f, ok := c.fields[t.Name()][seg]
 			if !ok {
-				return &paramError{kind: paramUnknown, key: key}
+				return false, &paramError{kind: paramUnknown, key: key}
 			}
 			sf, ok := t.FieldByName(f)
 			if !ok {
-				return &paramError{kind: paramUnknown, key: key}
+				return false, &paramError{kind: paramUnknown, key: key}
 			}
 			t = sf.Type
 		case t.Kind() == reflect.Slice:
 			if !c.flatList {
 				if seg != "member" || !more {
-					return &paramError{kind: paramUnknown, key: key}
+					return false, &paramError{kind: paramUnknown, key: key}
 				}
 				seg, tail, more = strings.Cut(tail, ".")
 			}
 			if !isIndex(seg) {
-				return &paramError{kind: paramUnknown, key: key}
+				return false, &paramError{kind: paramUnknown, key: key}
 			}
 			t = t.Elem()
 		default:
 			// A scalar has no fields.
-			return &paramError{kind: paramUnknown, key: key}
+			return false, &paramError{kind: paramUnknown, key: key}
 		}
 		if !more {
 			break
@@ -220,15 +228,15 @@ func (c *codec) checkName(q *query, t reflect.Type, key string) error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	switch t.Kind() {
-	case reflect.String, reflect.Bool, reflect.Int32, reflect.Int64, reflect.Float64:
-		return nil
+	switch {
+	case t.Kind() == reflect.String, t.Kind() == reflect.Bool, t.Kind() == reflect.Int32, t.Kind() == reflect.Int64,
+		t.Kind() == reflect.Float64, t == reflect.TypeFor[time.Time]():
+		return false, nil
+	case t.Kind() == reflect.Slice:
+		return true, nil
 	}
-	if t == reflect.TypeFor[time.Time]() {
-		return nil
-	}
-	// A structure or a list has no value of its own.
-	return &paramError{kind: paramUnknown, key: key}
+	// A structure has no value of its own.
+	return false, &paramError{kind: paramUnknown, key: key}
 }
 
 // isIndex accepts a list index: 1, 2, ... without leading zeros.
