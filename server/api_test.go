@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/ccmlab/ccmlab/lab/cloud"
+	"github.com/ccmlab/ccmlab/lab/controlplane"
 	"github.com/ccmlab/ccmlab/lab/controlplane/cptest"
 	"github.com/ccmlab/ccmlab/lab/flow"
 	"github.com/ccmlab/ccmlab/lab/profile"
@@ -22,7 +23,11 @@ import (
 
 var env *cptest.Env
 
-func TestMain(m *testing.M) { cptest.Main(m, &env) }
+// The control plane's etcd has a small quota, so that TestFullEtcd can
+// fill it with a few ConfigMaps.
+func TestMain(m *testing.M) {
+	cptest.Main(m, &env, func(c *controlplane.Config) { c.EtcdQuotaBytes = testEtcdQuota })
+}
 
 func newTestLab(t *testing.T, token string) *testLab {
 	t.Helper()

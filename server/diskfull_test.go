@@ -14,11 +14,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ccmlab/ccmlab/exercises"
+	"github.com/ccmlab/ccmlab/exercises/check"
+	"github.com/ccmlab/ccmlab/exercises/progress"
 	"github.com/ccmlab/ccmlab/internal/datafs"
 	"github.com/ccmlab/ccmlab/internal/testutil"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/controlplane/cptest"
 	"github.com/ccmlab/ccmlab/lab/flow"
+	"github.com/ccmlab/ccmlab/lab/history"
 	"github.com/ccmlab/ccmlab/lab/profile"
 	"github.com/ccmlab/ccmlab/server/hub"
 )
@@ -57,20 +61,39 @@ func newDiskLab(t *testing.T, disk *datafs.Switch) (*testLab, string) {
 		t.Fatal(err)
 	}
 	p, _ := profile.Get("kubevirt")
-	srv.SetLab(&Lab{Profile: p, Cloud: c, Controllers: ctrl, Flow: obs, Hub: h, Epoch: "test"})
+	hst, err := history.New(history.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The progress database lives in the data dir, as in the binary.
+	store, err := progress.Open(filepath.Join(dir, "progress.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	ex, err := exercises.New(exercises.Config{
+		Env:   check.Env{Client: env.Client, Cloud: c, Flow: obs, Controllers: ctrl, Dataplane: noDataplane{}, Profile: p, History: hst},
+		Store: store,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.SetLab(&Lab{Profile: p, Cloud: c, Controllers: ctrl, Flow: obs, Hub: h, Exercises: ex, Epoch: "test", Client: env.Client})
 	srv.SetReady(true)
 	return &testLab{srv: srv, cloud: c, ctrl: ctrl, inst: inst}, dir
 }
 
 // TestFullDataDir goes through the real handler: with the data dir's disk
-// full, the student's instance calls answer 507 and change nothing, the
-// lab keeps answering, /healthz says degraded; once space is freed it
-// recovers by itself and the next launch is on disk when it is answered.
+// full, an exercise reset (which probes the disk before it starts), the
+// student's instance calls and the exercise answers answer 507, say what
+// is full and that nothing changed, and change nothing; the lab keeps
+// answering, /healthz says degraded; once space is freed it recovers by
+// itself and the next launch is on disk when it is answered.
 func TestFullDataDir(t *testing.T) {
 	disk := &datafs.Switch{}
 	l, dir := newDiskLab(t, disk)
 	id := l.inst.ID
-	wantErr := `{"error":"data dir full: ` + dir + `"}`
+	wantErr := []string{`{"error":"The disk of the lab's data dir is full (data dir full: ` + dir + `).`, "Nothing was changed.", "takes changes again by itself"}
 	instances := func() string {
 		t.Helper()
 		code, body := l.do(req{method: "GET", path: "/api/cloud/instances"})
@@ -79,25 +102,46 @@ func TestFullDataDir(t *testing.T) {
 		}
 		return body
 	}
-	before := instances()
+	exercisesNow := func() string {
+		t.Helper()
+		code, body := l.do(req{method: "GET", path: "/api/exercises"})
+		if code != http.StatusOK {
+			t.Fatalf("GET /api/exercises = %d %s", code, body)
+		}
+		return body
+	}
+	before, beforeProgress := instances(), exercisesNow()
 
 	disk.SetFull(true)
 	for _, tc := range []struct {
 		name string
 		req  req
 	}{
+		// First, before any write has met the full disk: a reset probes it.
+		{"exercise reset", req{method: "POST", path: "/api/exercises/node-init/reset"}},
 		{"launch", req{method: "POST", path: "/api/cloud/instances"}},
 		{"launch with a body", req{method: "POST", path: "/api/cloud/instances", body: `{"zone":"ap-northeast-1c"}`}},
 		{"stop", req{method: "POST", path: "/api/cloud/instances/" + id + "/stop"}},
 		{"terminate", req{method: "DELETE", path: "/api/cloud/instances/" + id}},
+		{"exercise check", req{method: "POST", path: "/api/exercises/node-init/check"}},
+		{"quiz answer", req{method: "POST", path: "/api/exercises/review/quiz/q1", body: `{"choice":0}`}},
+		{"another reset", req{method: "POST", path: "/api/exercises/review/reset"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, body := l.do(tc.req)
-			if code != http.StatusInsufficientStorage || strings.TrimSpace(body) != wantErr {
-				t.Fatalf("%s %s on a full disk = %d %s, want 507 %s", tc.req.method, tc.req.path, code, body, wantErr)
+			if code != http.StatusInsufficientStorage {
+				t.Fatalf("%s %s on a full disk = %d %s, want 507", tc.req.method, tc.req.path, code, body)
+			}
+			for _, w := range wantErr {
+				if !strings.Contains(body, w) {
+					t.Errorf("%s %s on a full disk: %s, want it to say %q", tc.req.method, tc.req.path, body, w)
+				}
 			}
 			if after := instances(); after != before {
 				t.Errorf("instances changed by a refused call:\n got %s\nwant %s", after, before)
+			}
+			if after := exercisesNow(); after != beforeProgress {
+				t.Errorf("exercises changed by a refused call:\n got %s\nwant %s", after, beforeProgress)
 			}
 		})
 	}
