@@ -108,8 +108,8 @@ type diskWatch struct {
 	etcdFull atomic.Bool // etcd: likewise
 	probe    sync.Mutex  // one data-dir probe at a time
 
-	// cluster serialises the probes of the cluster; last and lastFull are
-	// the health check's latest, reused for clusterProbeEvery.
+	// cluster serialises the health check's probes of the cluster; last
+	// and lastFull are the latest, reused for clusterProbeEvery.
 	cluster  sync.Mutex
 	last     time.Time
 	lastFull bool
@@ -230,9 +230,9 @@ func (s *Server) needRoom(w writes, always bool) echo.MiddlewareFunc {
 }
 
 // checkRoom returns the full store's error when a store of w is full.
+// Every route needs room in the data dir: a write to the cluster too, as
+// etcd keeps its files there.
 func (s *Server) checkRoom(ctx context.Context, w writes, always bool) error {
-	// etcd keeps its files in the data dir: a write to the cluster needs
-	// room there too.
 	if always || s.disk.full.Load() || s.cloudSaveFull() {
 		if err := s.writeProbe(); datafs.IsFull(err) {
 			return err
@@ -315,16 +315,14 @@ func (s *Server) writeProbe() error {
 // one per clusterProbeEvery; it reports whether etcd still refuses writes.
 func (s *Server) clusterStillFull(ctx context.Context) bool {
 	s.disk.cluster.Lock()
+	defer s.disk.cluster.Unlock()
 	if time.Since(s.disk.last) < clusterProbeEvery {
-		full := s.disk.lastFull
-		s.disk.cluster.Unlock()
-		return full
+		return s.disk.lastFull
 	}
-	s.disk.cluster.Unlock()
+	// Health checks that arrive during the probe wait for it (at most
+	// probeTimeout) and take its answer.
 	full := datafs.IsEtcdFull(s.probeCluster(ctx))
-	s.disk.cluster.Lock()
 	s.disk.last, s.disk.lastFull = time.Now(), full
-	s.disk.cluster.Unlock()
 	return full
 }
 
