@@ -35,6 +35,7 @@ import (
 	"k8s.io/client-go/rest"
 	cloudprovider "k8s.io/cloud-provider"
 
+	"github.com/ccmlab/ccmlab/internal/httpguard"
 	"github.com/ccmlab/ccmlab/lab/awsapi"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 
@@ -199,13 +200,17 @@ func StartTripwire() (*Tripwire, error) {
 		return nil, err
 	}
 	t := &Tripwire{ln: ln}
-	t.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	t.srv, err = httpguard.NewServer(httpguard.ServerConfig{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_ = r.ParseForm()
 		t.mu.Lock()
 		t.hits = append(t.hits, r.Method+" "+r.Host+r.URL.Path+" Action="+r.Form.Get("Action"))
 		t.mu.Unlock()
 		http.Error(w, "ccmlab tripwire: this request missed its ServiceOverride and would have gone to AWS", http.StatusForbidden)
-	})}
+	})})
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
 	go func() { _ = t.srv.Serve(ln) }()
 	return t, nil
 }
