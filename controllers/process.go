@@ -96,9 +96,7 @@ func (m *Manager) RunProcess(ctx context.Context, p Process) error {
 		klog.ErrorS(err, "Cloud provider could not be initialized")
 		return err
 	}
-	p.tuning = m.cfg.Tuning
-	p.tuning.ServiceWorkers = cmp.Or(p.Args.ConcurrentServiceSyncs, p.tuning.ServiceWorkers)
-	p.tuning.NodeWorkers = cmp.Or(p.Args.ConcurrentNodeSyncs, p.tuning.NodeWorkers)
+	p.tuning = p.Args.tuning(m.cfg.Tuning)
 	p.Args.ClusterName = cmp.Or(p.Args.ClusterName, m.cfg.ClusterName)
 	if p.Args.Controllers[profile.Route] {
 		cidrs, err := parseCIDRs(p.Args.ClusterCIDR)
