@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/ccmlab/ccmlab/app/sim"
@@ -76,7 +77,7 @@ func (c *Config) validate() field.ErrorList {
 		errs = append(errs, field.Invalid(field.NewPath("Verbosity"), c.Verbosity, "must not be negative"))
 	}
 	if c.MemoryLimit != 0 && c.MemoryLimit < MinMemoryLimit {
-		errs = append(errs, field.Invalid(field.NewPath("MemoryLimit"), c.MemoryLimit, fmt.Sprintf("must be 0 (none) or at least %d MiB: an idle lab's runtime holds about 150 MB", MinMemoryLimit>>20)))
+		errs = append(errs, field.Invalid(field.NewPath("MemoryLimit"), resource.NewQuantity(c.MemoryLimit, resource.BinarySI).String(), fmt.Sprintf("must be 0 (none) or at least %d MiB: an idle lab's runtime holds about 150 MB", MinMemoryLimit>>20)))
 	}
 	if c.MaxOpenFiles != 0 && (c.MaxOpenFiles < MinOpenFiles || c.MaxOpenFiles > MaxOpenFiles) {
 		errs = append(errs, field.Invalid(field.NewPath("MaxOpenFiles"), c.MaxOpenFiles, fmt.Sprintf("must be 0 (as inherited) or between %d and %d", MinOpenFiles, MaxOpenFiles)))

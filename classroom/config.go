@@ -8,9 +8,11 @@ import (
 	"log/slog"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/clock"
 )
 
@@ -75,12 +77,22 @@ type LabOptions struct {
 	Profile string
 	Nodes   int
 	Addons  string
+	// Memory is what one lab may use, in bytes: a local lab's Go soft
+	// memory limit (its --memory-limit), a lab Pod's container limit
+	// (lablimits.go). Default DefaultLabMemory.
+	Memory int64
+	// OpenFiles is each lab's limit of open files and sockets
+	// (--max-open-files). Default DefaultLabOpenFiles.
+	OpenFiles int
 }
 
-func (o LabOptions) args() []string {
+// args are the lab's flags; goMemory is its Go soft memory limit.
+func (o LabOptions) args(goMemory int64) []string {
 	// The instructor chose the lab: a student's page does not offer to
 	// restart it into another profile.
-	a := []string{"--restart=false"}
+	a := []string{"--restart=false",
+		"--memory-limit", resource.NewQuantity(goMemory, resource.BinarySI).String(),
+		"--max-open-files", strconv.Itoa(o.OpenFiles)}
 	if o.Profile != "" {
 		a = append(a, "--profile", o.Profile)
 	}
@@ -111,6 +123,12 @@ func (c *Config) defaults() error {
 	}
 	if c.StopTimeout == 0 {
 		c.StopTimeout = 30 * time.Second
+	}
+	if c.Lab.Memory == 0 {
+		c.Lab.Memory = DefaultLabMemory
+	}
+	if c.Lab.OpenFiles == 0 {
+		c.Lab.OpenFiles = DefaultLabOpenFiles
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -153,6 +171,15 @@ func (c *Config) validate() error {
 	}
 	if c.Lab.Nodes < 0 {
 		return fmt.Errorf("--nodes %d: must not be negative", c.Lab.Nodes)
+	}
+	if c.Lab.Memory != 0 && c.Lab.Memory < minLabMemory {
+		return fmt.Errorf("--lab-memory %s: give each lab at least %s", resource.NewQuantity(c.Lab.Memory, resource.BinarySI), resource.NewQuantity(minLabMemory, resource.BinarySI))
+	}
+	if c.Backend == BackendKubernetes && c.Lab.Memory != 0 && goMemory(c.Lab.Memory) < minLabMemory {
+		return fmt.Errorf("--lab-memory %s: a lab Pod's Go runtime gets 7/8 of it, which must be at least %s", resource.NewQuantity(c.Lab.Memory, resource.BinarySI), resource.NewQuantity(minLabMemory, resource.BinarySI))
+	}
+	if c.Lab.OpenFiles != 0 && c.Lab.OpenFiles < minLabOpenFiles {
+		return fmt.Errorf("--lab-open-files %d: give each lab at least %d", c.Lab.OpenFiles, minLabOpenFiles)
 	}
 	switch c.Backend {
 	case "", BackendLocal:

@@ -301,7 +301,7 @@ func (b *kubeBackend) apply(ctx context.Context, s string, opts metav1.ApplyOpti
 // readiness probe comes by the Pod's IP, which its wildcard --listen
 // allows).
 func (b *kubeBackend) labArgs(s string) []string {
-	args := b.cfg.Lab.args()
+	args := b.cfg.Lab.args(goMemory(b.cfg.Lab.Memory))
 	host, _, err := net.SplitHostPort(b.opts.LabAddr(b.opts.Namespace, ObjectName(s)))
 	if err == nil && host != "" && net.ParseIP(host) == nil && host != "localhost" {
 		args = append(args, "--allow-host", host)
@@ -320,10 +320,7 @@ func (b *kubeBackend) deployment(s string, vol *corev1ac.VolumeApplyConfiguratio
 			WithSecretKeyRef(corev1ac.SecretKeySelector().WithName(name).WithKey("token")))).
 		WithReadinessProbe(corev1ac.Probe().WithPeriodSeconds(2).
 			WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/healthz").WithPort(intstr.FromString("http")))).
-		WithResources(corev1ac.ResourceRequirements().
-			// Measured idle RSS is about 400 MB with 3 nodes (make bench).
-			WithRequests(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("512Mi")}).
-			WithLimits(corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")})).
+		WithResources(b.cfg.Lab.podResources()).
 		WithVolumeMounts(corev1ac.VolumeMount().WithName("data").WithMountPath(labDataDir)).
 		WithSecurityContext(corev1ac.SecurityContext().
 			WithAllowPrivilegeEscalation(false).

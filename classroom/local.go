@@ -369,7 +369,10 @@ func (b *localBackend) runOnce(l *localLab, ready, done chan struct{}) {
 // read a process's command line (ps), only its user its environment. The
 // portal's own CCMLAB_TOKEN (the instructor's) is not passed on.
 func (b *localBackend) command(l *localLab, addr string) *exec.Cmd {
-	args := append([]string{"serve", "--listen", addr, "--data-dir", l.dir}, b.cfg.Lab.args()...)
+	// The lab applies its limits to its own process at start (ccmlab
+	// serve's --memory-limit and --max-open-files): Go's os/exec sets no
+	// rlimit per child, and a flag is the same on every platform.
+	args := append([]string{"serve", "--listen", addr, "--data-dir", l.dir}, b.cfg.Lab.args(b.cfg.Lab.Memory)...)
 	cmd := exec.Command(b.cfg.Binary, args...)
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, tokenEnv+"=") })
 	cmd.Env = append(env, tokenEnv+"="+l.token)

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -198,6 +199,26 @@ func TestLocalClass(t *testing.T) {
 			}
 		}
 		return true, ""
+	})
+
+	t.Run("each lab process runs with the class's limits", func(t *testing.T) {
+		lb := c.backend.(*localBackend)
+		for _, s := range students {
+			limits, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", lb.pid(s)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !regexp.MustCompile(`(?m)^Max open files\s+4096\s+4096\s+files`).Match(limits) {
+				t.Errorf("%s's lab:\n%s", s, limits)
+			}
+			log, err := os.ReadFile(filepath.Join(dataDir, "students", s+".log"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := "ccmlab limits: memory 1Gi (Go soft limit), 4096 open files"; !strings.Contains(string(log), want) {
+				t.Errorf("%s's lab log does not say %q:\n%s", s, want, log)
+			}
+		}
 	})
 
 	t.Run("students.csv links each student to their lab", func(t *testing.T) {

@@ -91,7 +91,12 @@ func newLab(t testing.TB, profileName string, enabled []string, opts ...labOpt) 
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Room for BenchmarkConverge's 1,000 Services: past a student's
+	// quotas, which TestLoadBalancerQuotas fills on purpose.
 	ccfg := cloud.Config{VPCCIDR: fmt.Sprintf("10.%d.0.0/16", n)}
+	if _, bench := t.(*testing.B); bench {
+		ccfg.Quotas = cloud.ScaleQuotas(1000)
+	}
 	if prof.IngressIP {
 		ccfg.IngressMode = cloud.IngressIP
 	}

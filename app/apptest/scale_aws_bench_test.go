@@ -43,6 +43,8 @@ func scaleRunAWS(b *testing.B, n int) {
 	runEnv.Ctx = ctx
 	l := sim.DefaultLab()
 	l.Nodes = 0 // the benchmark launches them, at once
+	// Room for n Classic ELBs: past a student's quotas.
+	l.Quotas = cloud.ScaleQuotas(n)
 	cfg, err := served(&runEnv, l)
 	if err != nil {
 		b.Fatal(err)

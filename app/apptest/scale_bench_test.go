@@ -79,7 +79,9 @@ func scaleRun(b *testing.B, n int) {
 	prof, _ := profile.Get("aws")
 	// The tuning package app gives a student's lab (app.build).
 	tuning := controllers.Tuning{NodeStatusUpdateFrequency: time.Minute}
-	lab, err := Start(&runEnv, sim.Config{Profile: prof, ClusterCIDR: env.CP.ClusterCIDR(), Controllers: prof.DefaultOn, Tuning: tuning, HeartbeatInterval: timing().Heartbeat})
+	// Room for n load balancers: past a student's quotas (cloud.ScaleQuotas).
+	lab, err := Start(&runEnv, sim.Config{Profile: prof, ClusterCIDR: env.CP.ClusterCIDR(), Controllers: prof.DefaultOn, Tuning: tuning, HeartbeatInterval: timing().Heartbeat,
+		CloudQuotas: cloud.ScaleQuotas(n)})
 	if err != nil {
 		b.Fatal(err)
 	}

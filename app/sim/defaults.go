@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/ccmlab/ccmlab/controllers"
+	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/profile"
 )
 
@@ -64,6 +65,9 @@ type Lab struct {
 	Nodes       int
 	// CloudLatency delays every cloud call (--cloud-latency).
 	CloudLatency time.Duration
+	// Quotas are the cloud's (zero: cloud.DefaultQuotas, a student's);
+	// the scale benchmarks give room for their 1,000 load balancers.
+	Quotas cloud.Quotas
 }
 
 // DefaultLab is the lab `ccmlab serve` builds without flags: the aws
@@ -92,7 +96,7 @@ type Embedded struct {
 // app/apptest sets the test control plane's.
 func Served(l Lab, emb Embedded) Config {
 	return Config{
-		Profile: l.Profile, Nodes: l.Nodes, CloudLatency: l.CloudLatency,
+		Profile: l.Profile, Nodes: l.Nodes, CloudLatency: l.CloudLatency, CloudQuotas: l.Quotas,
 		Controllers: slices.Clone(l.Controllers), Addons: slices.Clone(l.Addons),
 		Tuning:           controllers.Tuning{NodeStatusUpdateFrequency: DefaultNodeStatusUpdateFrequency},
 		ControlPlaneNode: emb.StaticPods != nil, StaticPods: emb.StaticPods,

@@ -43,6 +43,8 @@ type Config struct {
 	CloudStatePath string
 	// CloudFiles writes that file (default datafs.OS{}).
 	CloudFiles datafs.Writer
+	// CloudQuotas are the cloud's quotas (zero: cloud.DefaultQuotas).
+	CloudQuotas cloud.Quotas
 	// Nodes is how many instances are launched when the cloud has none
 	// (first start); a restored cloud keeps the ones it had.
 	Nodes int
@@ -154,7 +156,7 @@ func New(ctx context.Context, cfg Config) (_ *Sim, err error) {
 	if cfg.Profile.IngressIP {
 		ingress = cloud.IngressIP
 	}
-	c, err := cloud.New(cloud.Config{IngressMode: ingress, StatePath: cfg.CloudStatePath, Files: cfg.CloudFiles})
+	c, err := cloud.New(cloud.Config{IngressMode: ingress, StatePath: cfg.CloudStatePath, Files: cfg.CloudFiles, Quotas: cfg.CloudQuotas})
 	if err != nil {
 		return nil, err
 	}

@@ -178,6 +178,9 @@ func TestUpstreamLoadBalancersCarryTraffic(t *testing.T) {
 	for _, g := range lab.Cloud.SecurityGroupViews() {
 		t.Logf("security group %s (%s): %+v", g.ID, g.Name, g.Ingress)
 	}
+	t.Run("past the quotas: AWS's limit errors, the socket cap", func(t *testing.T) {
+		quotasOnTheServedLab(t, lab)
+	})
 	t.Run("every AWS caller signs with its own key", func(t *testing.T) {
 		callerKeysOnTheServedLab(t, lab)
 	})

@@ -11,10 +11,12 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/ccmlab/ccmlab/classroom"
+	"github.com/ccmlab/ccmlab/internal/httpguard"
 )
 
 type classroomOptions struct {
@@ -27,6 +29,14 @@ type classroomOptions struct {
 	nodes, warm, verbosity int
 	prestart               bool
 	idleStop               time.Duration
+
+	// connsPerClient caps one client address's open connections at the
+	// portal.
+	connsPerClient int
+
+	// What one lab may use (classroom.LabOptions).
+	labMemory    string
+	labOpenFiles int
 
 	// The kubernetes backend.
 	kubeconfig, namespace, image string
@@ -58,7 +68,8 @@ func (o *classroomOptions) restConfig() (*rest.Config, error) {
 
 func newClassroomCommand(stdout io.Writer) *cobra.Command {
 	o := &classroomOptions{listen: "127.0.0.1:8080", dataDir: ".ccmlab-classroom", backend: classroom.BackendLocal, profile: "aws", nodes: 3,
-		idleStop: 30 * time.Minute, token: os.Getenv("CCMLAB_TOKEN"), namespace: "ccmlab-classroom", storage: classroom.StoragePVC}
+		idleStop: 30 * time.Minute, token: os.Getenv("CCMLAB_TOKEN"), namespace: "ccmlab-classroom", storage: classroom.StoragePVC,
+		labMemory: resource.NewQuantity(classroom.DefaultLabMemory, resource.BinarySI).String(), labOpenFiles: classroom.DefaultLabOpenFiles}
 	cmd := &cobra.Command{
 		Use:   "classroom",
 		Short: "Give every student a lab behind one portal, and the instructor a live view of the class",
@@ -91,10 +102,13 @@ all created at start; the portal then runs in that cluster
 	fs.StringVar(&o.profile, "profile", o.profile, "every lab's cloud profile")
 	fs.IntVar(&o.nodes, "nodes", o.nodes, "every lab's number of nodes at first start")
 	fs.StringVar(&o.addons, "addons", o.addons, "every lab's add-ons (lbc)")
+	fs.StringVar(&o.labMemory, "lab-memory", o.labMemory, "what one lab may use of memory: a local lab's Go soft limit, a lab Pod's container limit")
+	fs.IntVar(&o.labOpenFiles, "lab-open-files", o.labOpenFiles, "what one lab may hold of open files and sockets (its RLIMIT_NOFILE)")
 	fs.BoolVar(&o.prestart, "prestart", o.prestart, "start every lab now instead of on the student's first visit")
 	fs.IntVar(&o.warm, "warm", o.warm, "keep this many labs started ahead, for the next students (in roster order) who have not come yet")
 	fs.DurationVar(&o.idleStop, "idle-stop", o.idleStop, "stop a lab after this long without a visit (its data is kept; 0 = never)")
 	fs.IntVarP(&o.verbosity, "v", "v", o.verbosity, "log verbosity of the portal (0 = warnings only)")
+	fs.IntVar(&o.connsPerClient, "conns-per-client", httpguard.DefaultConnsPerClient, "connections one client address may hold open at the portal (429 past it); behind one NAT address or a reverse proxy the whole class is one client: raise it there")
 	cmd.AddCommand(newClassroomDeleteCommand(stdout))
 	return cmd
 }
@@ -136,7 +150,11 @@ created it. The portal's own objects (deploy/classroom.yaml) are not its to remo
 		fs.StringVar(&ignored, f, "", "ignored (accepted so the class's command line works)")
 		_ = fs.MarkHidden(f)
 	}
-	for _, f := range []string{"nodes", "warm"} {
+	for _, f := range []string{"lab-memory"} {
+		fs.StringVar(&ignored, f, "", "ignored")
+		_ = fs.MarkHidden(f)
+	}
+	for _, f := range []string{"nodes", "warm", "lab-open-files", "conns-per-client"} {
 		fs.IntVar(&ignoredInt, f, 0, "ignored")
 		_ = fs.MarkHidden(f)
 	}
@@ -189,10 +207,15 @@ func runClassroom(cmd *cobra.Command, o *classroomOptions, out io.Writer) error 
 		}
 	}
 	// The lab flags are checked here, once, rather than by every child.
+	labMemory, err := resource.ParseQuantity(o.labMemory)
+	if err != nil {
+		return fmt.Errorf("--lab-memory %q: not a quantity such as 768Mi or 2Gi", o.labMemory)
+	}
 	lab := defaultServeOptions()
 	lab.profile, lab.nodes, lab.addons, lab.token = o.profile, o.nodes, o.addons, "a-placeholder-token"
+	lab.memoryLimit, lab.maxOpenFiles = labMemory.String(), o.labOpenFiles
 	if _, err := lab.config(); err != nil {
-		return err
+		return fmt.Errorf("%w (from --lab-memory and --lab-open-files)", err)
 	}
 	level := slog.LevelWarn
 	if o.verbosity > 0 {
@@ -208,9 +231,11 @@ func runClassroom(cmd *cobra.Command, o *classroomOptions, out io.Writer) error 
 	cr, err := classroom.New(classroom.Config{
 		Students: students, DataDir: o.dataDir, Token: o.token, PublicURL: o.publicURL,
 		Listen: o.listen, AllowedHosts: o.allowHosts,
-		Lab:     classroom.LabOptions{Profile: o.profile, Nodes: o.nodes, Addons: o.addons},
+		Lab: classroom.LabOptions{Profile: o.profile, Nodes: o.nodes, Addons: o.addons,
+			Memory: labMemory.Value(), OpenFiles: o.labOpenFiles},
 		Backend: o.backend, Kube: kube,
 		Prestart: o.prestart, Warm: o.warm, IdleStop: idle,
+		Limits: classroom.Limits{ConnsPerClient: o.connsPerClient},
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
 		Out:    out,
 	})
@@ -221,5 +246,6 @@ func runClassroom(cmd *cobra.Command, o *classroomOptions, out io.Writer) error 
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", o.listen, errors.Unwrap(err))
 	}
+	fmt.Fprintf(out, "ccmlab classroom: each lab may use %s\n", cr.LabLimits())
 	return cr.Run(cmd.Context(), ln)
 }
