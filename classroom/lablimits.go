@@ -8,6 +8,7 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	"github.com/ccmlab/ccmlab/lab/cloud"
+	"github.com/ccmlab/ccmlab/lab/controlplane"
 )
 
 // What one lab may use (docs/classroom.md, docs/security.md).
@@ -59,7 +60,8 @@ func (o LabOptions) Describe(backend string) string {
 	} else {
 		mem += " (Go soft limit)"
 	}
-	return fmt.Sprintf("memory %s, %d open files, %d load balancer listener sockets (cloud quota)", mem, o.OpenFiles, cloud.DefaultListenerSockets)
+	return fmt.Sprintf("memory %s, %d open files, %d load balancer listener sockets (cloud quota), etcd %s (backend quota)",
+		mem, o.OpenFiles, cloud.DefaultListenerSockets, resource.NewQuantity(controlplane.DefaultEtcdQuotaBytes, resource.BinarySI))
 }
 
 // LabLimits says what one lab of the class may use (the class's defaults

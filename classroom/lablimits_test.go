@@ -36,7 +36,7 @@ func TestLabLimitsReachEveryLab(t *testing.T) {
 		describes []string
 	}{
 		{"local, the defaults", LabOptions{}, BackendLocal, "1Gi", "4096", "", "",
-			[]string{"memory 1Gi (Go soft limit)", "4096 open files", "100 load balancer listener sockets"}},
+			[]string{"memory 1Gi (Go soft limit)", "4096 open files", "100 load balancer listener sockets", "etcd 256Mi (backend quota)"}},
 		{"local, the instructor's", LabOptions{Memory: 768 << 20, OpenFiles: 2048}, BackendLocal, "768Mi", "2048", "", "",
 			[]string{"memory 768Mi (Go soft limit)", "2048 open files"}},
 		{"kubernetes, the defaults", LabOptions{}, BackendKubernetes, "896Mi", "4096", "1Gi", "512Mi",
