@@ -24,6 +24,19 @@ import (
 // back, since the apiserver reconciles bootstrap roles only when it
 // starts and a lab without it cannot even delete a Service with the
 // finalizer.
+//
+// That start-up reconciliation would also undo the diagnosis cause when
+// the lab restarts: the apiserver's post-start hook rbac/bootstrap-roles
+// (k8s.io/kubernetes v1.37.2 pkg/registry/rbac/rest/storage_rbac.go
+// ensureRBACPolicy, lines 207-228) adds every missing rule back to a
+// bootstrap ClusterRole, unless the role opts out with the annotation
+// rbac.authorization.kubernetes.io/autoupdate: "false" (k8s.io/
+// component-helpers v0.37.2 auth/rbac/reconciliation/reconcile_role.go:
+// Protected, lines 135 and 181; the hook then only logs "skipped
+// reconcile-protected clusterrole"). So the cause is planted with the
+// annotation, as an administrator keeps an edit of a bootstrap role, and
+// the role stays as the lab left it, or as the student fixed it, across
+// restarts; the next reset puts the annotation back to "true".
 const serviceControllerRole = "system:controller:service-controller"
 
 // serviceStatusRule is the bootstrap policy's rule on services/status.
@@ -61,7 +74,11 @@ func (s *Service) restoreServiceControllerRBAC(ctx context.Context) error {
 	if apierrors.IsNotFound(err) {
 		// Deleted by hand: the apiserver would recreate it only at its
 		// next start.
-		role = &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: serviceControllerRole}, Rules: []rbacv1.PolicyRule{
+		role = &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{
+			Name:        serviceControllerRole,
+			Annotations: map[string]string{rbacv1.AutoUpdateAnnotationKey: "true"},
+			Labels:      map[string]string{"kubernetes.io/bootstrapping": "rbac-defaults"},
+		}, Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"get", "list", "watch"}},
 			serviceStatusRule(),
 			{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list", "watch"}},
@@ -73,10 +90,16 @@ func (s *Service) restoreServiceControllerRBAC(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reading ClusterRole %s: %w", serviceControllerRole, err)
 	}
-	if slices.ContainsFunc(role.Rules, grantsServiceStatus) {
+	protected := role.Annotations[rbacv1.AutoUpdateAnnotationKey] == "false"
+	if slices.ContainsFunc(role.Rules, grantsServiceStatus) && !protected {
 		return nil
 	}
-	role.Rules = append(role.Rules, serviceStatusRule())
+	if !slices.ContainsFunc(role.Rules, grantsServiceStatus) {
+		role.Rules = append(role.Rules, serviceStatusRule())
+	}
+	if protected {
+		role.Annotations[rbacv1.AutoUpdateAnnotationKey] = "true"
+	}
 	if _, err := roles.Update(ctx, role, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("restoring ClusterRole %s: %w", serviceControllerRole, err)
 	}
@@ -84,7 +107,9 @@ func (s *Service) restoreServiceControllerRBAC(ctx context.Context) error {
 }
 
 // removeServiceStatusRule takes the services/status rule out of the
-// Service controller's ClusterRole (the diagnosis cause CauseRBACMissing).
+// Service controller's ClusterRole (the diagnosis cause CauseRBACMissing)
+// and opts the role out of the apiserver's start-up reconciliation, so a
+// restart of the lab keeps the cause in force (see serviceControllerRole).
 func (s *Service) removeServiceStatusRule(ctx context.Context) error {
 	roles := s.cfg.Env.Client.RbacV1().ClusterRoles()
 	role, err := roles.Get(ctx, serviceControllerRole, metav1.GetOptions{})
@@ -94,6 +119,10 @@ func (s *Service) removeServiceStatusRule(ctx context.Context) error {
 	role.Rules = slices.DeleteFunc(role.Rules, func(r rbacv1.PolicyRule) bool {
 		return slices.Contains(r.Resources, "services/status")
 	})
+	if role.Annotations == nil {
+		role.Annotations = map[string]string{}
+	}
+	role.Annotations[rbacv1.AutoUpdateAnnotationKey] = "false"
 	_, err = roles.Update(ctx, role, metav1.UpdateOptions{})
 	return err
 }

@@ -153,6 +153,9 @@ func (s *Service) resetLab(ctx context.Context, ex *format.Exercise, opts ResetO
 	defer cancel()
 	env := s.cfg.Env
 
+	if err := s.loadPace(ctx); err != nil { // pace.go
+		return err
+	}
 	f := env.Cloud.Faults()
 	latency := f.Latency
 	if s.pace != nil && latency.Duration == s.pace.set {
@@ -248,9 +251,13 @@ func (s *Service) resetLab(ctx context.Context, ex *format.Exercise, opts ResetO
 		if err := env.Cloud.SetFaults(cur); err != nil {
 			return fmt.Errorf("setting the classroom pace: %w", err)
 		}
-		s.pace = &pace{set: d, before: before}
+		if err := s.setPace(ctx, &pace{set: d, before: before}); err != nil {
+			return err
+		}
 	} else if s.pace != nil {
-		s.pace = nil
+		if err := s.setPace(ctx, nil); err != nil {
+			return err
+		}
 	}
 	// Progress and the evidence start after everything the reset did, so
 	// nothing of the reset counts as the student's.

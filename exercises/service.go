@@ -78,6 +78,8 @@ type Service struct {
 	// pace is the latency the last reset set for its classroom pace (nil
 	// when the last reset set none).
 	pace *pace
+	// paceLoaded: pace holds what the store recorded (pace.go).
+	paceLoaded bool
 	// active is the exercise the student is on: the last one reset,
 	// checked or answered through the API. Only it is checked
 	// automatically, so that an action meant for one exercise does not

@@ -276,6 +276,12 @@ func badBodies(good string) []struct {
 	if firstKV != "" {
 		dup, dupMsg = withKey(firstKV), "key "+key+" appears twice"
 	}
+	// The first key again as encoding/json would still match it (ſ for s,
+	// the Kelvin sign for k, or a capital).
+	foldedDup := `{"zz":1,"ZZ":2}`
+	if firstKV != "" {
+		foldedDup = withKey(foldedVariant(key) + strings.TrimPrefix(firstKV, key))
+	}
 	const js = "application/json"
 	return []struct {
 		name, ct, body string
@@ -300,7 +306,20 @@ func badBodies(good string) []struct {
 		{"array", js, `[` + good + `]`, 400, "must be"},
 		{"string", js, `"` + strings.ReplaceAll(good, `"`, `'`) + `"`, 400, "must be"},
 		{"null byte", js, "{\x00}", 400, "malformed JSON"},
+		{"null", js, "null", 400, "the body is null"},
+		{"case-folded dup key", js, foldedDup, 400, "appears twice"},
 	}
+}
+
+// foldedVariant is key (quoted) spelt so that encoding/json still takes it
+// for the same field: an s as ſ, a k as the Kelvin sign, else a capital.
+func foldedVariant(key string) string {
+	for _, r := range []struct{ from, to string }{{"s", "ſ"}, {"k", "\u212a"}} {
+		if i := strings.Index(key, r.from); i >= 0 {
+			return key[:i] + r.to + key[i+1:]
+		}
+	}
+	return `"` + strings.ToUpper(key[1:2]) + key[2:]
 }
 
 func guardCases(rt route, prefix string, hdr map[string]string) []badCase {
@@ -393,6 +412,9 @@ func TestBadInput(t *testing.T) {
 		{"controller case-folded dup", "PUT", "/api/controllers/node", `{"enabled":true,"Enabled":false}`, js, 400, ""},
 		{"launch bad zone", "POST", "/api/cloud/instances", `{"zone":"us-east-1a"}`, js, 400, "us-east-1a"},
 		{"launch count", "POST", "/api/cloud/instances", `{"count":3}`, js, 400, `unknown field "count"`},
+		{"launch null", "POST", "/api/cloud/instances", `null`, js, 400, "the body is null"},
+		{"faults long s", "PUT", "/api/cloud/faults", `{"qps":1,"qpſ":5}`, js, 400, `key "qpſ" appears twice`},
+		{"faults escaped long s", "PUT", "/api/cloud/faults", `{"deny":[],"burst":1,"bur\u017ft":9}`, js, 400, `key "burſt" appears twice`},
 		{"terminate unknown", "DELETE", "/api/cloud/instances/i-00000000000000000", "", nil, 404, "InvalidInstanceID"},
 		{"stop unknown", "POST", "/api/cloud/instances/i-00000000000000000/stop", "", nil, 404, "InvalidInstanceID"},
 		{"reboot", "POST", "/api/cloud/instances/" + id + "/reboot", "", nil, 404, "unknown instance action"},

@@ -9,6 +9,8 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // MaxBody bounds JSON request bodies; the largest legitimate one (a lab's
@@ -60,6 +62,11 @@ func DecodeJSON(w http.ResponseWriter, r *http.Request, dst any, opts DecodeOpti
 	}
 	if e := checkDuplicates(body); e != nil {
 		return e
+	}
+	if bytes.Equal(bytes.TrimSpace(body), []byte("null")) {
+		// encoding/json leaves dst as it was for null: the request would
+		// go on as if an empty object had been sent.
+		return bad(http.StatusBadRequest, "the body is null: send a JSON object ({} when no field is needed)")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if !opts.AllowUnknownFields {
@@ -145,19 +152,50 @@ func checkDuplicates(body []byte) *Error {
 		}
 		if top.object {
 			if top.key {
-				// encoding/json matches fields without regard to case, so
-				// "enabled" and "Enabled" are the same field twice.
+				// encoding/json matches fields without regard to case, with
+				// Unicode's folding, so "enabled" and "Enabled", or "qps"
+				// and "qpſ" (ſ folds to s), are the same field twice.
 				k, _ := tok.(string)
-				if top.keys[strings.ToLower(k)] {
-					return bad(http.StatusBadRequest, "malformed JSON: key %q appears twice in one object (keys are matched without regard to case)", k)
+				folded := foldName(k)
+				if top.keys[folded] {
+					return bad(http.StatusBadRequest, "malformed JSON: key %q appears twice in one object (keys are matched as encoding/json matches them: without regard to case, with Unicode case folding)", k)
 				}
-				top.keys[strings.ToLower(k)] = true
+				top.keys[folded] = true
 				top.key = false
 			} else {
 				top.key = true
 			}
 		}
 	}
+}
+
+// foldName is encoding/json's key folding (Go 1.26 encoding/json
+// fold.go, appendFoldedName and foldRune): two keys match the same field
+// exactly when their folded forms are equal. Invalid UTF-8 folds to
+// U+FFFD, as encoding/json decodes it.
+func foldName(k string) string {
+	var b strings.Builder
+	b.Grow(len(k))
+	for _, r := range k {
+		if r < utf8.RuneSelf {
+			if 'a' <= r && r <= 'z' {
+				r -= 'a' - 'A'
+			}
+			b.WriteRune(r)
+			continue
+		}
+		// The smallest rune of r's case-folding orbit.
+		for {
+			r2 := unicode.SimpleFold(r)
+			if r2 <= r {
+				r = r2
+				break
+			}
+			r = r2
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 func decodeError(err error) *Error {

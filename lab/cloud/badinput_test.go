@@ -2,9 +2,13 @@ package cloud
 
 import (
 	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // fixture is a small world every bad-input case runs against, so that "no
@@ -176,6 +180,120 @@ func TestBadInputChangesNothing(t *testing.T) {
 			if got.Action != tt.action || got.ErrorCode != tt.code || got.Error != err.Error() ||
 				got.State != CallDone || got.Caller != "service-controller" || got.Result != "" {
 				t.Errorf("logged call = %+v", got)
+			}
+		})
+	}
+}
+
+// Faults are saved with the cloud's state, so a restart keeps them; a
+// refused SetFaults changes neither the faults in force nor the file, and
+// a state file whose faults are out of bounds (a hand edit) is refused by
+// name, as SetFaults would refuse them.
+func TestFaultsBadInputAndRestart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	c, err := New(Config{StatePath: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Faults{Deny: []string{ActionCreateLoadBalancer}, Latency: Duration{250 * time.Millisecond}, QPS: 2, Burst: 3,
+		FailNext: map[string]int{ActionRegisterTargets: 2}}
+	if err := c.SetFaults(want); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	saved, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []struct {
+		name string
+		f    Faults
+		msg  string
+	}{
+		{"latency hours", Faults{Latency: Duration{9999 * time.Hour}}, "must be at most"},
+		{"unknown action", Faults{Deny: []string{"LaunchRockets"}}, "LaunchRockets"},
+		{"qps negative", Faults{QPS: -1}, "qps"},
+		{"burst huge", Faults{QPS: 1, Burst: 1 << 20}, "burst"},
+		{"failNext negative", Faults{FailNext: map[string]int{ActionRunInstances: -1}}, "must not be negative"},
+	} {
+		t.Run(bad.name, func(t *testing.T) {
+			if err := c.SetFaults(bad.f); err == nil || !strings.Contains(err.Error(), bad.msg) {
+				t.Fatalf("SetFaults(%+v) = %v, want an error saying %q", bad.f, err, bad.msg)
+			}
+			if got := c.Faults(); !reflect.DeepEqual(got, want) {
+				t.Fatalf("faults changed: %+v", got)
+			}
+			if err := c.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			now, _ := os.ReadFile(path)
+			var a, b stateFile
+			_ = json.Unmarshal(saved, &a)
+			_ = json.Unmarshal(now, &b)
+			if !reflect.DeepEqual(a.Faults, b.Faults) {
+				t.Fatalf("saved faults changed: %+v", b.Faults)
+			}
+		})
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c2, err := New(Config{StatePath: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c2.Faults(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("faults after a restart\n got %+v\nwant %+v", got, want)
+	}
+	// In force, not only shown: the deny answers AccessDenied.
+	_, err = c2.CreateLoadBalancer(ctxAs("service-controller"), CreateLoadBalancerInput{Name: "web", Listeners: []Listener{{Port: 80, TargetPort: 30080}}})
+	wantCode(t, err, ErrAccessDenied, ActionCreateLoadBalancer)
+	// A FailNext consumed is saved too.
+	if err := c2.SetFaults(Faults{FailNext: map[string]int{ActionDescribeInstances: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c2.DescribeInstances(ctxAs("user"), DescribeInstancesInput{})
+	wantCode(t, err, ErrInjected, ActionDescribeInstances)
+	if err := c2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c3, err := New(Config{StatePath: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c3.Faults(); got.FailNext[ActionDescribeInstances] != 1 || got.Latency.Duration != 0 {
+		t.Fatalf("faults after a second restart: %+v", got)
+	}
+	if err := c3.SetFaults(Faults{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c3.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); strings.Contains(string(b), `"faults"`) {
+		t.Fatalf("no fault in force, yet the file has some: %s", b)
+	}
+
+	for _, bad := range []struct{ name, faults, msg string }{
+		{"latency hours", `{"latency":"9999h"}`, "must be at most"},
+		{"unknown action", `{"deny":["LaunchRockets"]}`, "LaunchRockets"},
+		{"qps huge", `{"qps":5000}`, "at most 1000"},
+		{"latency word", `{"latency":"soon"}`, `duration "soon"`},
+	} {
+		t.Run("state file "+bad.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "state.json")
+			if err := os.WriteFile(p, []byte(`{"version":1,"faults":`+bad.faults+`}`), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			c, err := New(Config{StatePath: p})
+			if err == nil {
+				c.Close()
+				t.Fatal("New accepted faults out of bounds")
+			}
+			if !strings.Contains(err.Error(), bad.msg) || !strings.Contains(err.Error(), p) {
+				t.Fatalf("error %q should name the file and say %q", err, bad.msg)
 			}
 		})
 	}

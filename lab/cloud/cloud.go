@@ -179,6 +179,7 @@ func (c *Cloud) call(ctx context.Context, action, request string, resources []st
 		consumed, err = c.admit(action, caller, service)
 		if consumed {
 			c.publish(Event{Kind: EventFaults})
+			c.markDirty() // FailNext's counts are saved state
 		}
 	}
 	if err == nil {

@@ -215,11 +215,23 @@ func (c *Cloud) Faults() Faults {
 // SetFaults replaces the injected faults as a whole. On error nothing
 // changes. Changing only Deny, Latency or FailNext keeps the rate limiter's
 // bucket as it is, so toggling a deny does not hand out a fresh burst.
+//
+// Faults are part of the cloud's saved state (persist.go): an injected
+// deny, limit or latency (a mystery cause, an instructor's demo) is still
+// in force after the lab restarts.
 func (c *Cloud) SetFaults(f Faults) error {
 	nf, err := f.normalize()
 	if err != nil {
 		return err
 	}
+	c.applyFaults(nf)
+	c.publish(Event{Kind: EventFaults})
+	c.markDirty()
+	return nil
+}
+
+// applyFaults puts normalized faults in force.
+func (c *Cloud) applyFaults(nf Faults) {
 	fs := &c.faults
 	fs.mu.Lock()
 	if nf.QPS != fs.f.QPS || nf.Burst != fs.f.Burst || (fs.limiter == nil) != (nf.QPS == 0) {
@@ -234,8 +246,6 @@ func (c *Cloud) SetFaults(f Faults) error {
 		fs.deny[a] = true
 	}
 	fs.mu.Unlock()
-	c.publish(Event{Kind: EventFaults})
-	return nil
 }
 
 func (c *Cloud) latency() time.Duration {

@@ -30,8 +30,10 @@ const (
 	flushBackoffFactor = 4
 )
 
-// stateFile is the on-disk form. Faults and step mode are deliberately not
-// in it: a restarted lab should start healthy.
+// stateFile is the on-disk form. Step mode is deliberately not in it: a
+// restarted lab must not hold its controllers' first calls. Faults are:
+// an exercise's or an instructor's deny, limit or latency is still in
+// force after a restart.
 type stateFile struct {
 	Version int       `json:"version"`
 	SavedAt time.Time `json:"savedAt"`
@@ -45,6 +47,9 @@ type stateFile struct {
 	// AWS is the AWS model (aws_persist.go); absent in files written
 	// before it existed.
 	AWS *savedAWS `json:"aws,omitempty"`
+	// Faults in force (SetFaults); absent in files written before they
+	// were saved, and when none is.
+	Faults *Faults `json:"faults,omitempty"`
 }
 
 // savedLB stores targets as bare ID and port: health is not persisted (see
@@ -202,7 +207,17 @@ func (c *Cloud) stateFileLocked() stateFile {
 		Routes:        c.routesLocked(),
 		LastCallSeq:   c.log.lastSeq(),
 		AWS:           c.savedAWSLocked(),
+		Faults:        c.savedFaults(),
 	}
+}
+
+// savedFaults is the faults to save, nil when none is in force.
+func (c *Cloud) savedFaults() *Faults {
+	f := c.Faults()
+	if len(f.Deny) == 0 && f.Latency.Duration == 0 && f.QPS == 0 && f.Burst == 0 && len(f.FailNext) == 0 {
+		return nil
+	}
+	return &f
 }
 
 // writeLocked writes f and remembers the outcome; s.mu must be held.
@@ -304,6 +319,15 @@ func (c *Cloud) load(path string) (uint64, error) {
 	}
 	if err := c.restore(&f); err != nil {
 		return 0, fmt.Errorf("cloud: state file %s does not fit this cloud's config (%w); was it written with another VPC, zones or LB CIDR?", path, err)
+	}
+	if f.Faults != nil {
+		// Held to today's bounds: a hand-edited file, or one from a lab
+		// with other bounds, must not bring in what SetFaults refuses.
+		nf, err := f.Faults.normalize()
+		if err != nil {
+			return 0, fmt.Errorf("cloud: state file %s has faults this ccmlab refuses (%v); move it away to start with an empty cloud", path, err)
+		}
+		c.applyFaults(nf)
 	}
 	return f.LastCallSeq, nil
 }
