@@ -5,6 +5,7 @@ package ccmpodtest
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -318,6 +319,115 @@ func TestCCMPod(t *testing.T) {
 		holder(t, pod)
 	})
 
+	// A flag outside the lab's range (controllers/argrules.go) crash-loops
+	// the Pod with upstream's kind of sentence in its last state and in
+	// kubectl logs --previous; nothing of what it asked for runs, so the
+	// lab's memory stays where it was, and the page's switches answer at
+	// once, with the reason, instead of waiting for a CCM that cannot
+	// start.
+	for _, tc := range []struct{ arg, want string }{
+		{"--concurrent-service-syncs=1000000", "concurrent-service-syncs must be between 1 and 50, but got 1000000"},
+		{"--leader-elect-retry-period=1ns", "leader-elect-retry-period must be between 1s and 2m0s, but got 1ns"},
+	} {
+		t.Run("bounded "+tc.arg, func(t *testing.T) {
+			before := heapInUse()
+			var good []string
+			editArgs(t, func(args []string) []string {
+				good = slices.Clone(args)
+				return append(args, tc.arg)
+			})
+			t.Cleanup(func() {
+				editArgs(t, func([]string) []string { return good })
+				holder(t, runningPod(t, ""))
+			})
+			pod := crashLooping(t, selector, tc.want)
+			logs, err := c.CoreV1().Pods(ns).GetLogs(pod.Name, &v1.PodLogOptions{Container: pod.Spec.Containers[0].Name, Previous: true}).DoRaw(ctx)
+			if err != nil {
+				t.Fatalf("kubectl logs --previous: %v", err)
+			}
+			if !strings.Contains(string(logs), "Error: "+tc.want) {
+				t.Errorf("kubectl logs --previous does not say %q:\n%s", tc.want, tail(string(logs), 5))
+			}
+			if l.Manager.Identity() != "" {
+				t.Errorf("a CCM leads with %s: %q", tc.arg, l.Manager.Identity())
+			}
+			start := time.Now()
+			err = l.Manager.Disable(profile.Service)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || time.Since(start) > 10*time.Second {
+				t.Errorf("a switch with the CCM crash-looping: %v after %s, want at once the reason %q", err, time.Since(start), tc.want)
+			}
+			if after := heapInUse(); after > before+50<<20 {
+				t.Errorf("the lab's heap grew from %d MB to %d MB", before>>20, after>>20)
+			}
+		})
+	}
+
+	// Only the DaemonSet's Pod runs a CCM: a Pod with the CCM's image
+	// anywhere else fails, saying why, and the DaemonSet's CCM keeps the
+	// Lease, so the page's switches go on working. (A Pod naming the
+	// DaemonSet as its owner with a made-up UID is deleted by the garbage
+	// collector before it could show anything: app/sim
+	// TestOnlyTheDaemonSetsPodRunsACCM covers it.)
+	for _, tc := range []struct{ name, namespace string }{
+		{"in default", "default"},
+		{"in kube-system", ns},
+	} {
+		t.Run("a Pod with the CCM's image "+tc.name+" runs nothing", func(t *testing.T) {
+			leader := runningPod(t, "")
+			holder(t, leader)
+			ds, err := c.AppsV1().DaemonSets(ns).Get(ctx, dsName, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tmpl := ds.Spec.Template.Spec
+			extra := &v1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: "second-ccm", Namespace: tc.namespace, Labels: map[string]string{"app": "second-ccm"}},
+				Spec: v1.PodSpec{
+					NodeName:    leader.Spec.NodeName,
+					Tolerations: tmpl.Tolerations,
+					Containers:  []v1.Container{{Name: "ccm", Image: tmpl.Containers[0].Image, Args: tmpl.Containers[0].Args}},
+				},
+			}
+			if _, err := c.CoreV1().Pods(tc.namespace).Create(ctx, extra, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				_ = c.CoreV1().Pods(tc.namespace).Delete(context.Background(), extra.Name, metav1.DeleteOptions{})
+			})
+			want := "ccmlab runs the cloud-controller-manager only as a Pod of DaemonSet kube-system/" + dsName
+			testutil.EventuallyCtx(t, 2*time.Minute, "the second Pod crash-looping", func(ctx context.Context) (bool, error) {
+				p, err := c.CoreV1().Pods(tc.namespace).Get(ctx, extra.Name, metav1.GetOptions{})
+				if err != nil {
+					return false, err
+				}
+				if len(p.Status.ContainerStatuses) != 1 {
+					return false, fmt.Errorf("%s, no container status", p.Status.Phase)
+				}
+				cs := p.Status.ContainerStatuses[0]
+				last := cs.LastTerminationState.Terminated
+				if cs.RestartCount >= 1 && last != nil && strings.Contains(last.Message, want) {
+					return true, nil
+				}
+				return false, fmt.Errorf("restarts %d, state %+v, last %+v", cs.RestartCount, cs.State, cs.LastTerminationState)
+			})
+			logs, err := c.CoreV1().Pods(tc.namespace).GetLogs(extra.Name, &v1.PodLogOptions{Previous: true}).DoRaw(ctx)
+			if err != nil || !strings.Contains(string(logs), want) {
+				t.Errorf("kubectl logs --previous of the second Pod: %v\n%s", err, tail(string(logs), 5))
+			}
+			holder(t, leader)
+			start := time.Now()
+			if err := l.Manager.Disable(profile.Service); err != nil {
+				t.Fatalf("switching the Service controller off beside a second Pod: %v", err)
+			}
+			if err := l.Manager.Enable(profile.Service); err != nil {
+				t.Fatalf("switching the Service controller on beside a second Pod: %v", err)
+			}
+			if d := time.Since(start); d > time.Minute {
+				t.Errorf("the switches took %s", d)
+			}
+		})
+	}
+
 	t.Run("without the toleration an uninitialized control plane stays so", func(t *testing.T) {
 		// The deadlock the toleration prevents, as on a cluster's first
 		// boot: the control-plane node carries the uninitialized taint
@@ -461,6 +571,51 @@ func TestCCMPod(t *testing.T) {
 		}
 		holder(t, pod)
 	})
+}
+
+// crashLooping waits for a Pod of selector in CrashLoopBackOff whose last
+// termination message says want, and returns it.
+func crashLooping(t *testing.T, selector, want string) *v1.Pod {
+	t.Helper()
+	var pod *v1.Pod
+	testutil.EventuallyCtx(t, 2*time.Minute, "CrashLoopBackOff saying "+want, func(ctx context.Context) (bool, error) {
+		pods, err := env.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			return false, err
+		}
+		var seen []string
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			if len(p.Status.ContainerStatuses) != 1 {
+				seen = append(seen, fmt.Sprintf("%s: %s, no container status", p.Name, p.Status.Phase))
+				continue
+			}
+			cs := p.Status.ContainerStatuses[0]
+			last := cs.LastTerminationState.Terminated
+			if cs.RestartCount >= 1 && cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff" &&
+				last != nil && last.ExitCode == 1 && strings.Contains(last.Message, want) {
+				pod = p
+				return true, nil
+			}
+			seen = append(seen, fmt.Sprintf("%s: restarts %d, state %+v, last %+v", p.Name, cs.RestartCount, cs.State, cs.LastTerminationState))
+		}
+		return false, fmt.Errorf("pods %v", seen)
+	})
+	return pod
+}
+
+// heapInUse is the lab's heap in use after a collection: the lab runs in
+// this test's process.
+func heapInUse() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // editArgs rewrites the CCM container's arguments as kubectl edit would:

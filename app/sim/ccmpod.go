@@ -3,6 +3,7 @@ package sim
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -259,32 +260,87 @@ type ccmRuntime struct {
 	s *Sim
 }
 
+// Handles: every Pod whose one container has the CCM's image. Only the
+// DaemonSet's Pods run a CCM (Run); any other fails, saying so, rather
+// than look like a CCM that runs.
 func (r ccmRuntime) Handles(pod *v1.Pod) bool { return isCCMContainer(pod.Spec.Containers[0]) }
 
 // LogKey: klog is one per process, so the CCM's lines are attributed to
 // the CCM (lab/controlplane's sink) rather than to one of its Pods; every
-// CCM Pod shows that one log, as a static Pod's mirrors do.
-func (r ccmRuntime) LogKey(*v1.Pod, string) string {
-	return podlog.StaticKey(controlplane.ComponentCCM)
+// CCM Pod of the DaemonSet shows that one log, as a static Pod's mirrors
+// do. Any other Pod with the image has a log of its own: the line saying
+// why it runs nothing.
+func (r ccmRuntime) LogKey(pod *v1.Pod, container string) string {
+	if r.s.ownedByCCMDaemonSet(pod) {
+		return podlog.StaticKey(controlplane.ComponentCCM)
+	}
+	return kubelet.LogKey(pod, container)
 }
+
+// maxTerminationMessage is the kubelet's bound on a termination message
+// (4096 bytes, as terminationMessagePath is read).
+const maxTerminationMessage = 4096
 
 func (r ccmRuntime) Run(ctx context.Context, pod *v1.Pod, c v1.Container) error {
 	s := r.s
-	logf := func(format string, a ...any) {
-		s.Logs.Append(podlog.StaticKey(controlplane.ComponentCCM), time.Now(), fmt.Sprintf(format, a...))
+	key := r.LogKey(pod, c.Name)
+	fail := func(err error) error {
+		// What the binary would print before it exits: in the Pod's log
+		// (kubectl logs --previous) and, as a kubelet reads the
+		// termination message, in its last state.
+		s.Logs.Append(key, time.Now(), "Error: "+err.Error())
+		if msg := err.Error(); len(msg) > maxTerminationMessage {
+			return errors.New(strings.ToValidUTF8(msg[:maxTerminationMessage-len(truncated)], "") + truncated)
+		}
+		return err
+	}
+	if err := s.checkCCMPod(ctx, pod); err != nil {
+		return fail(err)
 	}
 	args := append(slices.Clone(c.Command[min(1, len(c.Command)):]), c.Args...)
 	parsed, err := controllers.ParseArgs(args, s.cfg.Profile)
 	if err != nil {
-		logf("Error: %v", err)
-		return err
+		return fail(err)
 	}
 	creds, err := s.podCredentials(ctx, pod)
 	if err != nil {
-		logf("Error: %v", err)
-		return err
+		return fail(err)
 	}
 	return s.Manager.RunProcess(ctx, controllers.Process{Args: parsed, Hostname: pod.Name, Config: creds})
+}
+
+const truncated = " [truncated; the whole message is in kubectl logs --previous]"
+
+// ownedByCCMDaemonSet: pod says it is a Pod of the CCM's DaemonSet (in
+// kube-system, controlled by the DaemonSet of that name).
+func (s *Sim) ownedByCCMDaemonSet(pod *v1.Pod) bool {
+	ref := metav1.GetControllerOfNoCopy(pod)
+	return pod.Namespace == metav1.NamespaceSystem && ref != nil &&
+		ref.APIVersion == appsv1.SchemeGroupVersion.String() && ref.Kind == "DaemonSet" && ref.Name == CCMDaemonSetName(s.cfg.Profile)
+}
+
+// checkCCMPod refuses to run a CCM for any Pod but one of the CCM
+// DaemonSet's: the lab has one CCM, which its page switches by editing
+// that DaemonSet. A second one (a Pod with the image anywhere) would be
+// a second set of controllers in the lab's process, and could hold the
+// Lease with arguments no switch changes.
+func (s *Sim) checkCCMPod(ctx context.Context, pod *v1.Pod) error {
+	name := CCMDaemonSetName(s.cfg.Profile)
+	refuse := func(why string) error {
+		return fmt.Errorf("ccmlab runs the cloud-controller-manager only as a Pod of DaemonSet %s/%s (edit that DaemonSet to change it); Pod %s/%s %s, so its container runs nothing",
+			metav1.NamespaceSystem, name, pod.Namespace, pod.Name, why)
+	}
+	if !s.ownedByCCMDaemonSet(pod) {
+		return refuse("is not one of its Pods")
+	}
+	ds, err := s.Client.AppsV1().DaemonSets(metav1.NamespaceSystem).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("reading DaemonSet %s/%s: %w", metav1.NamespaceSystem, name, err)
+	}
+	if ds.UID != metav1.GetControllerOfNoCopy(pod).UID {
+		return refuse("names it as its owner with another UID")
+	}
+	return nil
 }
 
 // podCredentials is what the Pod's process authenticates with: a token

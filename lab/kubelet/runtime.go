@@ -70,6 +70,18 @@ func (m *Manager) handled(pod *v1.Pod) bool {
 	return m.cfg.Runtime != nil && len(pod.Spec.Containers) == 1 && !IsMirrorPod(pod) && m.cfg.Runtime.Handles(pod)
 }
 
+// runtimeExited reports whether pod's container, run by the Runtime, has
+// exited at least once: kubectl logs --previous then has a run to show.
+func (m *Manager) runtimeExited(pod *v1.Pod) bool {
+	if !m.handled(pod) {
+		return false
+	}
+	m.rt.mu.Lock()
+	defer m.rt.mu.Unlock()
+	c := m.rt.byID[pod.UID]
+	return c != nil && c.exited
+}
+
 // stopContainer stops pod's container, if it runs, and waits up to grace
 // for it to return.
 func (m *Manager) stopContainer(uid types.UID, grace time.Duration) {

@@ -353,7 +353,9 @@ func (s *apiServer) containerLogs(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, fmt.Sprintf("previous terminated container %q in pod %q not found", container, name), http.StatusBadRequest)
 			return
 		}
-	} else if q.Get("previous") == "true" {
+	} else if q.Get("previous") == "true" && !s.m.runtimeExited(pod) {
+		// A Runtime's container that exited has its log where its current
+		// one is (Runtime.LogKey): the CCM's is one per process.
 		http.Error(w, fmt.Sprintf("previous terminated container %q in pod %q not found", container, name), http.StatusBadRequest)
 		return
 	}
