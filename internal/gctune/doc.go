@@ -11,4 +11,9 @@
 // about a fifth slower than at Go's default of 100 on two cores. So the
 // tuner watches the rate and switches between the two, and hands the busy
 // spell's heap back to the OS when the lab turns idle again.
+//
+// The lab's Go soft memory limit (ccmlab serve --memory-limit) works
+// beside it: GOGC paces collection while the heap is small, the limit
+// makes the runtime collect harder whatever GOGC says once the heap nears
+// it. Neither needs to know the other.
 package gctune
