@@ -1,15 +1,23 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/ccmlab/ccmlab/exercises"
+	"github.com/ccmlab/ccmlab/internal/testutil"
+	"github.com/ccmlab/ccmlab/lab/cloud"
 )
 
 // The page's restart offer on the binary: an exercise the aws lab cannot
@@ -81,4 +89,72 @@ func TestRestartArgs(t *testing.T) {
 	if slices.Contains(same, "--aws-provider=") {
 		t.Errorf("the same profile dropped its AWS provider: %q", same)
 	}
+}
+
+// A restart of the lab (stop, start on the same --data-dir) keeps what was
+// started in force: the diagnosis challenge's rbac-missing cause, which
+// the apiserver's RBAC bootstrap would otherwise put back at its start,
+// and an injected cloud latency, saved with the cloud's state.
+func TestRestartKeepsCausesInForce(t *testing.T) {
+	needBinary(t)
+	dir := filepath.Join(t.TempDir(), "lab")
+	p := startProcess(t, dir, "--nodes", "1")
+	apiCall(t, p, "PUT", "/cloud/faults", map[string]any{"latency": "150ms"})
+	apiCall(t, p, "POST", "/exercises/mystery-pending/reset", map[string]any{"cause": "rbac-missing"})
+	p.stop(t)
+
+	restarted := time.Now()
+	p = startProcess(t, dir, "--nodes", "1")
+	var f cloud.Faults
+	if err := json.Unmarshal(apiCall(t, p, "GET", "/cloud/faults", nil), &f); err != nil || f.Latency.Duration != 150*time.Millisecond {
+		t.Errorf("faults after the restart: %+v, %v; want the latency of 150ms", f, err)
+	}
+
+	c := clientFor(t, dir)
+	ctx := context.Background()
+	// The bootstrap runs after the apiserver serves: wait until its hook
+	// has finished before looking at the role.
+	testutil.Eventually(t, time.Minute, "the apiserver's RBAC bootstrap", func() (bool, string) {
+		b, err := c.Discovery().RESTClient().Get().AbsPath("/readyz/poststarthook/rbac/bootstrap-roles").DoRaw(ctx)
+		return err == nil && strings.TrimSpace(string(b)) == "ok", fmt.Sprintf("%s %v", b, err)
+	})
+	role, err := c.RbacV1().ClusterRoles().Get(ctx, "system:controller:service-controller", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range role.Rules {
+		if slices.Contains(r.Resources, "services/status") {
+			t.Errorf("the RBAC bootstrap put the services/status rule back: %+v", role.Rules)
+		}
+	}
+	// In force, not only on paper: the CCM that started with the lab is
+	// refused again, and the Service stays without an address.
+	testutil.Eventually(t, 2*time.Minute, "a forbidden SyncLoadBalancerFailed after the restart", func() (bool, string) {
+		evs, err := c.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=shop,reason=SyncLoadBalancerFailed"})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, e := range evs.Items {
+			if strings.Contains(e.Message, "forbidden") && e.LastTimestamp.After(restarted) {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d events, none forbidden since the restart", len(evs.Items))
+	})
+	svc, err := c.CoreV1().Services("default").Get(ctx, "shop", metav1.GetOptions{})
+	if err != nil || len(svc.Status.LoadBalancer.Ingress) != 0 {
+		t.Errorf("shop after the restart: %v, %v", svc.Status.LoadBalancer.Ingress, err)
+	}
+
+	// The next reset puts the role back as the bootstrap keeps it.
+	apiCall(t, p, "POST", "/exercises/node-init/reset", map[string]any{})
+	role, err = c.RbacV1().ClusterRoles().Get(ctx, "system:controller:service-controller", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if role.Annotations["rbac.authorization.kubernetes.io/autoupdate"] != "true" ||
+		!slices.ContainsFunc(role.Rules, func(r rbacv1.PolicyRule) bool { return slices.Contains(r.Resources, "services/status") }) {
+		t.Errorf("after a reset the role is %v %+v", role.Annotations, role.Rules)
+	}
+	p.stop(t)
 }
