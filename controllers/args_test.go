@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
 
 	"github.com/ccmlab/ccmlab/lab/profile"
 )
@@ -241,5 +242,36 @@ func TestArgsTuning(t *testing.T) {
 	}
 	if a.KubeAPIQPS != 7.5 || a.KubeAPIBurst != 9 || a.KubeAPIContentType != "application/json" {
 		t.Errorf("clients: %+v", a)
+	}
+}
+
+// What the command line gives reaches the controllers' clients: a
+// flag parsed and then ignored would be worse than one refused.
+func TestArgsReachTheClients(t *testing.T) {
+	aws, _ := profile.Get("aws")
+	a, err := ParseArgs([]string{"--cloud-provider=aws", "--cluster-cidr=10.244.0.0/16", "--kube-api-qps=7.5", "--kube-api-burst=9", "--kube-api-content-type=application/json"}, aws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &Manager{cfg: Config{Tuning: Tuning{ClientQPS: 200, ClientBurst: 400}}}
+	base := &rest.Config{Host: "https://127.0.0.1:6443", QPS: 200, Burst: 400}
+	for _, tc := range []struct {
+		name string
+		args Args
+		qps  float32
+	}{
+		{"given", a, 7.5},
+		{"not given", Args{}, 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &Process{Args: tc.args, Config: func(string) (*rest.Config, error) { return base, nil }}
+			c, err := m.clientFor(profile.Service, &gate{}, false, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.CoreV1().RESTClient().GetRateLimiter().QPS(); got != tc.qps {
+				t.Errorf("the client's QPS is %v, want %v", got, tc.qps)
+			}
+		})
 	}
 }

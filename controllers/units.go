@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -78,7 +79,11 @@ func (m *Manager) startIn(parent context.Context, name string, p *Process) error
 		}
 		prov = prov.WithServices(checks.CoreV1())
 	}
-	u.factory = informers.NewSharedInformerFactory(client, m.cfg.Tuning.InformerResync)
+	resync := m.cfg.Tuning.InformerResync
+	if p != nil {
+		resync = p.tuning.InformerResync // --min-resync-period
+	}
+	u.factory = informers.NewSharedInformerFactory(client, resync)
 	var cp cloudprovider.Interface = prov
 	if m.cfg.Upstream != nil && name != AddonLBC {
 		if cp, err = m.cfg.Upstream(Caller(name), client, u.factory, ctx.Done()); err != nil {
@@ -167,6 +172,14 @@ func (m *Manager) clientFor(name string, g *gate, unlimited bool, p *Process) (k
 	}
 	if rc.Burst == 0 {
 		rc.Burst = m.cfg.Tuning.ClientBurst
+	}
+	if p != nil {
+		// --kube-api-qps, --kube-api-burst and --kube-api-content-type, when
+		// the CCM's command line gave them (held to their ranges by
+		// ParseArgs).
+		rc.QPS = cmp.Or(p.Args.KubeAPIQPS, rc.QPS)
+		rc.Burst = cmp.Or(p.Args.KubeAPIBurst, rc.Burst)
+		rc.ContentType = cmp.Or(p.Args.KubeAPIContentType, rc.ContentType)
 	}
 	if unlimited {
 		rc.QPS, rc.RateLimiter = -1, nil
