@@ -22,10 +22,12 @@ type memFS struct {
 	total    int
 }
 
+// The texts are the C library's strerror wording, capitalised as the
+// commands of a real image print them.
 var (
-	errNotExist = errors.New("No such file or directory")
-	errReadOnly = errors.New("Read-only file system")
-	errTooBig   = errors.New("No space left on device")
+	errNotExist = errors.New("No such file or directory") //lint:ignore ST1005 strerror's text
+	errReadOnly = errors.New("Read-only file system")     //lint:ignore ST1005 strerror's text
+	errTooBig   = errors.New("No space left on device")   //lint:ignore ST1005 strerror's text
 )
 
 func newMemFS(files map[string]string, writable []string, maxFile, maxTotal int) *memFS {

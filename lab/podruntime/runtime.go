@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -526,13 +525,6 @@ func (m *meter) step(ctx context.Context) error {
 		return sleepCtx(ctx, m.clock, wait)
 	}
 	return nil
-}
-
-// sortedEnv is env sorted, as env prints it.
-func sortedEnv(pairs []string) []string {
-	out := slices.Clone(pairs)
-	slices.Sort(out)
-	return out
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

@@ -98,7 +98,7 @@ func allowed(f *syntax.File) error {
 			}
 			if r, ok := n.(*syntax.Redirect); ok {
 				switch r.Op {
-				case syntax.RdrOut, syntax.AppOut, syntax.RdrIn, syntax.DplIn, syntax.DplOut, syntax.Hdoc, syntax.DashHdoc, syntax.ClbOut:
+				case syntax.RdrOut, syntax.AppOut, syntax.RdrIn, syntax.DplIn, syntax.DplOut, syntax.Hdoc, syntax.DashHdoc, syntax.RdrClob:
 				default:
 					bad = fmt.Errorf("redirection %s is not supported by the lab's shell", r.Op)
 				}
@@ -679,7 +679,7 @@ func (sh *shell) redirect(ctx context.Context, rs []*syntax.Redirect) (func(), e
 				return nil, fmt.Errorf("can't open '%s': %v", target, err)
 			}
 			sh.p.stdin = strings.NewReader(data)
-		case syntax.RdrOut, syntax.AppOut, syntax.ClbOut:
+		case syntax.RdrOut, syntax.AppOut, syntax.RdrClob:
 			w, err := sh.p.box.fs.writer(sh.p.abs(target), r.Op == syntax.AppOut)
 			if err != nil {
 				undo()
@@ -1014,10 +1014,6 @@ func init() {
 				case "+e":
 					sh.errexit = false
 				case "-x", "+x", "-u", "+u", "-o", "pipefail", "--":
-				default:
-					if len(args) == 1 {
-						break
-					}
 				}
 			}
 			if len(args) == 1 {
