@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"strconv"
-	"strings"
 
 	"github.com/spf13/pflag"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -16,7 +15,6 @@ import (
 	kcmoptions "k8s.io/kubernetes/cmd/kube-controller-manager/app/options"
 	schedulerapp "k8s.io/kubernetes/cmd/kube-scheduler/app"
 	scheduleroptions "k8s.io/kubernetes/cmd/kube-scheduler/app/options"
-	gcconfig "k8s.io/kubernetes/pkg/controller/garbagecollector/config"
 )
 
 // parseFlags applies command-line style flags to a component's option
@@ -47,14 +45,17 @@ func (cp *ControlPlane) apiserverArgs(etcdURL string) []string {
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file=" + cp.pki.ServiceAccountKey(),
 		"--service-account-signing-key-file=" + cp.pki.ServiceAccountKey(),
-		// No simulated kubelet authenticates as a node, so the Node
-		// authorizer's graph of Pods, volumes and attachments would be
-		// kept for nobody.
-		"--authorization-mode=RBAC",
+		"--authorization-mode=" + kubeadmAuthorization,
+		"--enable-admission-plugins=" + kubeadmAdmission,
+		// kubeadm's (manifests.go:198, :200): bootstrap tokens authenticate
+		// (the bootstrapsigner and tokencleaner controllers serve them) and
+		// a privileged container is allowed, as Pod Security's default
+		// privileged level allows it.
+		"--enable-bootstrap-token-auth=true",
+		"--allow-privileged=true",
+		// The lab serves Go's profiles itself (--pprof, off by default);
+		// the apiserver's /debug/pprof would be a second, always-on door.
 		"--profiling=false",
-		"--runtime-config=" + runtimeConfig(),
-		"--disable-admission-plugins=" + strings.Join(disabledAdmission, ","),
-		"--watch-cache-sizes=" + watchCacheSizes(),
 		// The default (Hostname,InternalDNS,InternalIP,...) makes the
 		// apiserver reach a kubelet (logs, exec, nodes/<n>/proxy) by its
 		// Hostname address, a name the host's DNS resolver is asked about;
@@ -102,15 +103,20 @@ func (cp *ControlPlane) controllerManagerArgs() []string {
 		"--node-monitor-grace-period=" + cp.cfg.NodeMonitorGracePeriod.String(),
 		"--service-account-private-key-file=" + cp.pki.ServiceAccountKey(),
 		"--root-ca-file=" + cp.pki.CACert(),
-		"--use-service-account-credentials=false",
-		"--leader-elect=false",
+		// kubeadm signs CSRs with the cluster CA (manifests.go:359-360) and
+		// gives each controller its own ServiceAccount (manifests.go:361),
+		// whose RBAC role and user agent it then acts under.
+		"--cluster-signing-cert-file=" + cp.pki.CACert(),
+		"--cluster-signing-key-file=" + cp.pki.CAKey(),
+		"--use-service-account-credentials=true",
+		"--leader-elect=" + leaderElect,
 		"--secure-port=0",
 		"--profiling=false",
 		// Upstream's 20/30 would take minutes to hand 1,000 nodes their
 		// podCIDRs; the lab's apiserver is in the same process.
 		"--kube-api-qps=200",
 		"--kube-api-burst=400",
-		"--controllers=" + strings.Join(kcmControllers, ","),
+		"--controllers=" + kubeadmControllers,
 	}
 }
 
@@ -128,12 +134,6 @@ func (cp *ControlPlane) runControllerManager(ctx context.Context) (func() error,
 	if err := s.ComponentGlobalsRegistry.Set(); err != nil {
 		return nil, err
 	}
-	// Component config without a flag of its own (footprint.go).
-	s.GarbageCollectorController.GCIgnoredResources = nil
-	for _, r := range gcIgnored {
-		s.GarbageCollectorController.GCIgnoredResources = append(s.GarbageCollectorController.GCIgnoredResources,
-			gcconfig.GroupResource{Group: r.group, Resource: r.resource})
-	}
 	c, err := s.Config(ctx, known, disabled, aliases)
 	if err != nil {
 		return nil, fmt.Errorf("kube-controller-manager config: %w", err)
@@ -145,7 +145,7 @@ func (cp *ControlPlane) runControllerManager(ctx context.Context) (func() error,
 func (cp *ControlPlane) schedulerArgs() []string {
 	return []string{
 		"--kubeconfig=" + cp.componentKubeconfig(),
-		"--leader-elect=false",
+		"--leader-elect=" + leaderElect,
 		"--secure-port=0",
 		"--kube-api-qps=200",
 		"--kube-api-burst=400",
