@@ -435,6 +435,12 @@ func (c *codec) encodeValue(buf *bytes.Buffer, name string, v reflect.Value) err
 		buf.WriteString("</" + name + ">")
 		return nil
 	case reflect.String:
+		// The SDK's enums are named string types held by value: "" is
+		// an unset member, which AWS leaves out (an empty element is no
+		// value of the enum, and botocore's validator refuses it).
+		if v.String() == "" && v.Type().PkgPath() != "" {
+			return nil
+		}
 		writeElem(buf, name, v.String())
 	case reflect.Bool:
 		writeElem(buf, name, strconv.FormatBool(v.Bool()))

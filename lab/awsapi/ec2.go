@@ -2,6 +2,7 @@ package awsapi
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -221,35 +222,62 @@ func (h *Handler) modifyInstanceAttribute(ctx context.Context, in *ec2.ModifyIns
 	return &ec2.ModifyInstanceAttributeOutput{}, nil
 }
 
+// toIPPermissions groups a group's rules, stored one source each, by
+// protocol and ports, as EC2 answers them; each source keeps its
+// description.
 func toIPPermissions(g cloud.SecurityGroup) []ec2types.IpPermission {
 	out := []ec2types.IpPermission{}
+	index := map[string]int{}
 	for _, p := range g.Ingress {
-		ip := ec2types.IpPermission{IpProtocol: aws.String(p.Protocol), IpRanges: []ec2types.IpRange{}, UserIdGroupPairs: []ec2types.UserIdGroupPair{}}
-		if p.Protocol != "-1" {
-			ip.FromPort, ip.ToPort = aws.Int32(p.FromPort), aws.Int32(p.ToPort)
+		key := fmt.Sprintf("%s/%d/%d", p.Protocol, p.FromPort, p.ToPort)
+		i, ok := index[key]
+		if !ok {
+			ip := ec2types.IpPermission{IpProtocol: aws.String(p.Protocol), IpRanges: []ec2types.IpRange{}, UserIdGroupPairs: []ec2types.UserIdGroupPair{},
+				Ipv6Ranges: []ec2types.Ipv6Range{}, PrefixListIds: []ec2types.PrefixListId{}}
+			if p.Protocol != "-1" {
+				ip.FromPort, ip.ToPort = aws.Int32(p.FromPort), aws.Int32(p.ToPort)
+			}
+			i = len(out)
+			index[key] = i
+			out = append(out, ip)
 		}
+		desc := optString(p.Description)
 		for _, c := range p.CIDRs {
-			ip.IpRanges = append(ip.IpRanges, ec2types.IpRange{CidrIp: aws.String(c)})
+			out[i].IpRanges = append(out[i].IpRanges, ec2types.IpRange{CidrIp: aws.String(c), Description: desc})
 		}
 		for _, id := range p.GroupIDs {
-			ip.UserIdGroupPairs = append(ip.UserIdGroupPairs, ec2types.UserIdGroupPair{GroupId: aws.String(id), UserId: aws.String(ownerID)})
+			out[i].UserIdGroupPairs = append(out[i].UserIdGroupPairs, ec2types.UserIdGroupPair{GroupId: aws.String(id), UserId: aws.String(ownerID), Description: desc})
 		}
-		out = append(out, ip)
 	}
 	return out
 }
 
+func optString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return aws.String(s)
+}
+
+// fromIPPermissions makes one cloud rule per source, each with its own
+// description.
 func fromIPPermissions(ps []ec2types.IpPermission) []cloud.IPPermission {
 	out := make([]cloud.IPPermission, 0, len(ps))
 	for _, p := range ps {
-		cp := cloud.IPPermission{Protocol: aws.ToString(p.IpProtocol), FromPort: aws.ToInt32(p.FromPort), ToPort: aws.ToInt32(p.ToPort)}
+		base := cloud.IPPermission{Protocol: aws.ToString(p.IpProtocol), FromPort: aws.ToInt32(p.FromPort), ToPort: aws.ToInt32(p.ToPort)}
+		if len(p.IpRanges) == 0 && len(p.UserIdGroupPairs) == 0 {
+			out = append(out, base) // refused by the cloud: no source
+		}
 		for _, r := range p.IpRanges {
-			cp.CIDRs = append(cp.CIDRs, aws.ToString(r.CidrIp))
+			cp := base
+			cp.CIDRs, cp.Description = []string{aws.ToString(r.CidrIp)}, aws.ToString(r.Description)
+			out = append(out, cp)
 		}
 		for _, g := range p.UserIdGroupPairs {
-			cp.GroupIDs = append(cp.GroupIDs, aws.ToString(g.GroupId))
+			cp := base
+			cp.GroupIDs, cp.Description = []string{aws.ToString(g.GroupId)}, aws.ToString(g.Description)
+			out = append(out, cp)
 		}
-		out = append(out, cp)
 	}
 	return out
 }

@@ -175,6 +175,13 @@ type IPPermission struct {
 	ToPort   int32    `json:"toPort"`
 	CIDRs    []string `json:"cidrs,omitempty"`
 	GroupIDs []string `json:"groupIDs,omitempty"`
+	// Description is the rule's (IpRanges[].Description or
+	// UserIdGroupPairs[].Description on the wire). A stored rule has one
+	// source, so one description; it does not tell two rules apart, as on
+	// AWS, but the upstream provider finds its NLB rules by it
+	// (IPPermissionMatchDesc in cloud-provider-aws's
+	// sets_ippermissions.go), so dropping it leaks them.
+	Description string `json:"description,omitempty"`
 }
 
 // SecurityGroup is an EC2 security group of the lab's VPC.
@@ -344,11 +351,61 @@ func matchFilters(filters []Filter, known []string, fields map[string][]string, 
 		default:
 			return false, errorf(ErrInvalidFilter, "The filter '%s' is invalid", f.Name)
 		}
-		if !slices.ContainsFunc(f.Values, func(v string) bool { return slices.Contains(have, v) || v == "*" && len(have) > 0 }) {
+		if !slices.ContainsFunc(f.Values, func(v string) bool {
+			return slices.ContainsFunc(have, func(h string) bool { return wildcardMatch(v, h) })
+		}) {
 			return false, nil
 		}
 	}
 	return true, nil
+}
+
+// wildcardMatch matches a filter value against a resource's: EC2 filter
+// values take * (any characters) and ? (one character), and a backslash
+// makes either literal
+// (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/Using_Filtering.html).
+// It runs in O(len(pattern)*len(s)) whatever the pattern, so a student's
+// filter of many stars costs no more than a plain one.
+func wildcardMatch(pattern, s string) bool {
+	type tok struct {
+		r    rune
+		kind byte // 'c' a literal, '*' or '?'
+	}
+	var p []tok
+	rs := []rune(pattern)
+	for i := 0; i < len(rs); i++ {
+		switch {
+		case rs[i] == '\\' && i+1 < len(rs):
+			i++
+			p = append(p, tok{rs[i], 'c'})
+		case rs[i] == '*' || rs[i] == '?':
+			p = append(p, tok{kind: byte(rs[i])})
+		default:
+			p = append(p, tok{rs[i], 'c'})
+		}
+	}
+	str := []rune(s)
+	// prev[j]: p[:i] matches str[:j].
+	prev := make([]bool, len(str)+1)
+	prev[0] = true
+	for _, t := range p {
+		cur := make([]bool, len(str)+1)
+		if t.kind == '*' {
+			cur[0] = prev[0]
+		}
+		for j := 1; j <= len(str); j++ {
+			switch t.kind {
+			case '*':
+				cur[j] = prev[j] || cur[j-1]
+			case '?':
+				cur[j] = prev[j-1]
+			default:
+				cur[j] = prev[j-1] && str[j-1] == t.r
+			}
+		}
+		prev = cur
+	}
+	return prev[len(str)]
 }
 
 func summarizeFilters(fs []Filter) string {

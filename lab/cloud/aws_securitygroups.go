@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // DescribeSecurityGroupsAWS lists security groups by ID and filters
@@ -128,10 +129,10 @@ func permKeys(ps []IPPermission) []IPPermission {
 	var out []IPPermission
 	for _, p := range ps {
 		for _, cidr := range p.CIDRs {
-			out = append(out, IPPermission{Protocol: p.Protocol, FromPort: p.FromPort, ToPort: p.ToPort, CIDRs: []string{cidr}})
+			out = append(out, IPPermission{Protocol: p.Protocol, FromPort: p.FromPort, ToPort: p.ToPort, CIDRs: []string{cidr}, Description: p.Description})
 		}
 		for _, g := range p.GroupIDs {
-			out = append(out, IPPermission{Protocol: p.Protocol, FromPort: p.FromPort, ToPort: p.ToPort, GroupIDs: []string{g}})
+			out = append(out, IPPermission{Protocol: p.Protocol, FromPort: p.FromPort, ToPort: p.ToPort, GroupIDs: []string{g}, Description: p.Description})
 		}
 	}
 	return out
@@ -180,7 +181,26 @@ func normalizePerm(p IPPermission) (IPPermission, error) {
 	if len(p.CIDRs) == 0 && len(p.GroupIDs) == 0 {
 		return p, errorf("MissingParameter", "An IP permission needs a CIDR range or a source security group")
 	}
+	if err := validateRuleDescription(p.Description); err != nil {
+		return p, err
+	}
 	return p, nil
+}
+
+// validateRuleDescription holds a rule's description to EC2's constraint
+// (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_IpRange.html):
+// up to 255 characters of a-z, A-Z, 0-9, spaces and ._-:/()#,@[]+=&;{}!$*.
+func validateRuleDescription(d string) error {
+	if len(d) > 255 {
+		return errorf(ErrInvalidParameter, "Invalid rule description. Valid descriptions are strings less than 256 characters from the following set:  a-zA-Z0-9. _-:/()#,@[]+=&;{}!$*")
+	}
+	for _, r := range d {
+		if r < 0x80 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(" ._-:/()#,@[]+=&;{}!$*", r)) {
+			continue
+		}
+		return errorf(ErrInvalidParameter, "Invalid rule description. Valid descriptions are strings less than 256 characters from the following set:  a-zA-Z0-9. _-:/()#,@[]+=&;{}!$*")
+	}
+	return nil
 }
 
 // AuthorizeIngress adds rules to a group; any rule already present fails

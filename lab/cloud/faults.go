@@ -3,6 +3,7 @@ package cloud
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -64,6 +65,36 @@ func iamService(action string) string {
 	default:
 		return "ec2"
 	}
+}
+
+// denial is the refusal of a denied action. The lab's own API keeps its
+// short form; through the AWS API it reads as AWS words an implicit deny
+// (the IAM User Guide's "because no identity-based policy allows the ...
+// action"), EC2's UnauthorizedOperation starting "You are not authorized to
+// perform this operation." (https://repost.aws/knowledge-center/ec2-not-auth-launch).
+// ELB and ELBv2 share one IAM prefix, elasticloadbalancing
+// (https://docs.aws.amazon.com/service-authorization/latest/reference/list_awselasticloadbalancingv2.html).
+func denial(action, caller, service string) *Error {
+	prefix := cmp.Or(service, iamService(action))
+	if prefix == ServiceELBv2 {
+		prefix = ServiceELB
+	}
+	msg := fmt.Sprintf("User: %s is not authorized to perform: %s:%s", CallerARN(caller), prefix, action)
+	switch service {
+	case "":
+		return &Error{Code: ErrAccessDenied, Message: msg}
+	case ServiceEC2:
+		return &Error{Code: ErrUnauthorizedOperation, Message: "You are not authorized to perform this operation. " + msg +
+			fmt.Sprintf(" because no identity-based policy allows the %s:%s action", prefix, action)}
+	}
+	return &Error{Code: ErrAccessDenied, Message: msg + fmt.Sprintf(" because no identity-based policy allows the %s:%s action", prefix, action)}
+}
+
+// CallerARN is who a caller is to IAM: a session of the lab's role
+// ccmlab-ccm named after the caller. Denials name it, and STS
+// GetCallerIdentity answers it.
+func CallerARN(caller string) string {
+	return "arn:aws:sts::000000000000:assumed-role/ccmlab-ccm/" + caller
 }
 
 func isAction(s string) bool {
@@ -264,13 +295,7 @@ func (c *Cloud) admit(action, caller, service string) (consumed bool, err error)
 	if fs.deny[action] {
 		// EC2 and ELB spell a denial and a throttle differently; an SDK
 		// (and a student reading its error) sees the code of the service.
-		code := ErrAccessDenied
-		if service == ServiceEC2 {
-			code = ErrUnauthorizedOperation
-		}
-		return false, &Error{Code: code, Message: fmt.Sprintf(
-			"User: arn:aws:sts::000000000000:assumed-role/ccmlab-ccm/%s is not authorized to perform: %s:%s",
-			caller, cmp.Or(service, iamService(action)), action)}
+		return false, denial(action, caller, service)
 	}
 	if fs.limiter != nil && !fs.limiter.AllowN(c.clock.Now(), 1) {
 		if service == ServiceEC2 {
@@ -379,4 +404,19 @@ func (c *Cloud) unhold(h *hold) {
 	if i := slices.Index(s.held, h); i >= 0 {
 		s.held = slices.Delete(s.held, i, i+1)
 	}
+}
+
+// ErrDryRunOperation is EC2's answer to a DryRun request the caller may
+// make; a denied one gets UnauthorizedOperation instead
+// (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/CommonParameters.html,
+// DryRun).
+const ErrDryRunOperation = "DryRunOperation"
+
+// DryRun answers an EC2 request made with DryRun=true: it runs the call
+// pipeline (step mode, latency, the IAM deny, the rate limit) as the
+// action would, and changes nothing. The call log shows the dry run.
+func (c *Cloud) DryRun(ctx context.Context, action string, resources []string) error {
+	return c.call(ctx, action, "dry run", resources, func(emitFunc) (string, error) {
+		return "", &Error{Code: ErrDryRunOperation, Message: "Request would have succeeded, but DryRun flag is set."}
+	})
 }
