@@ -289,7 +289,8 @@ func (s *Sim) Go(ctx context.Context, g *errgroup.Group) {
 		Go(ctx, g, p.name, p.run)
 	}
 	if s.cfg.ControlPlaneNode {
-		Go(ctx, g, "ccm daemonset", s.runCCMObjects) // ccmpod.go
+		Go(ctx, g, "ccm daemonset", s.runCCMObjects)       // ccmpod.go
+		Go(ctx, g, "kube-system add-ons", s.runKubeSystem) // kubesystem.go
 	}
 }
 

@@ -61,6 +61,9 @@ func init() {
 		"agnhost":              cmdAgnhost,
 		"docker-entrypoint.sh": cmdDockerEntrypoint,
 		"entrypoint.sh":        cmdCurlEntrypoint,
+		"coredns":              cmdCoreDNS,   // system.go
+		"kube-proxy":           cmdKubeProxy, // system.go
+		"aws-vpc-cni":          cmdAWSNode,   // system.go
 	}
 }
 

@@ -93,6 +93,19 @@ var catalogue = []struct {
 		shell: "ash", bins: merge(binsIn("/bin", busyboxApplets...), binsIn("/usr/bin", "curl", "dig", "host", "bash"), binsIn("/", "agnhost")),
 		prompt: "/ # ",
 	}},
+	// kube-system's add-ons (system.go): coredns/coredns (ENTRYPOINT
+	// /coredns), kube-proxy (kubeadm's DaemonSet gives the command
+	// /usr/local/bin/kube-proxy), amazon-k8s-cni (the aws-node
+	// container's /app/aws-vpc-cni). Distroless images: no shell.
+	{func(r string) bool { return r == "coredns/coredns" || strings.HasSuffix(r, "/coredns/coredns") }, image{
+		name: "coredns", entrypoint: []string{"/coredns"}, bins: binsIn("/", "coredns"),
+	}},
+	{func(r string) bool { return r == "kube-proxy" || strings.HasSuffix(r, "/kube-proxy") }, image{
+		name: "kube-proxy", entrypoint: []string{"/usr/local/bin/kube-proxy"}, bins: binsIn("/usr/local/bin", "kube-proxy"),
+	}},
+	{func(r string) bool { return r == "amazon-k8s-cni" || strings.HasSuffix(r, "/amazon-k8s-cni") }, image{
+		name: "amazon-k8s-cni", entrypoint: []string{"/app/aws-vpc-cni"}, bins: binsIn("/app", "aws-vpc-cni"),
+	}},
 	{func(r string) bool { return r == "pause" || strings.HasSuffix(r, "/pause") }, image{
 		name: "pause", entrypoint: []string{"/pause"}, bins: binsIn("/", "pause"),
 	}},
