@@ -222,6 +222,12 @@ func New(ctx context.Context, cfg Config) (_ *Sim, err error) {
 		Client: s.Client, Cloud: c, Profile: cfg.Profile, Logger: cfg.Logger,
 		OnDeliver: accessLog(cfg.Logs, time.Now),
 		Serve:     func(r dataplane.ServeRequest) (dataplane.ServeResult, error) { return rt.Serve(r) },
+		// With the embedded control plane kube-system runs the lab's
+		// CoreDNS (kubesystem.go), which answers the Pods' queries.
+		DNS: dataplane.DNSConfig{
+			ThroughService: cfg.ControlPlaneNode,
+			Listens:        func(p *v1.Pod, port int32) bool { return rt.Listens(p, port) },
+		},
 	}); err != nil {
 		return nil, err
 	}

@@ -47,6 +47,9 @@ type Config struct {
 	// lets the data plane answer for the Pod itself (pod.go), and only
 	// then is OnDeliver called: a process writes its own access log.
 	Serve func(ServeRequest) (ServeResult, error)
+	// DNS says where Pods' DNS queries go (dns.go); the zero value: the
+	// data plane answers them itself.
+	DNS DNSConfig
 	// ListenHost is the address load balancer listeners bind to, each on a
 	// free port. Default 127.0.0.1: the listeners are for the student's own
 	// machine.

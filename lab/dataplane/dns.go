@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"errors"
 	"net/netip"
 	"slices"
 	"strings"
@@ -11,10 +12,34 @@ import (
 )
 
 // Cluster DNS as CoreDNS's kubernetes plugin answers it (the DNS
-// specification of Kubernetes, cluster/addons/dns and
-// https://github.com/kubernetes/dns/blob/master/docs/specification.md),
-// for the lab's Pods' resolvers (lab/podruntime): fully qualified names
-// only; search domains and ndots are the client's business.
+// specification of Kubernetes,
+// https://github.com/kubernetes/dns/blob/master/docs/specification.md,
+// with kubeadm's Corefile: "kubernetes cluster.local in-addr.arpa
+// ip6.arpa { pods insecure ... }" and "forward . /etc/resolv.conf"),
+// for the lab's Pods' resolvers (lab/podruntime) and for anyone else who
+// needs the lab's names resolved. The API:
+//
+//   - Lookup(from, name, qtype): one query for a fully qualified name
+//     (search domains and ndots are the client's business) from Pod
+//     from, the way the packet goes. With DNSConfig.ThroughService (the
+//     served lab, whose kube-system has CoreDNS: app/sim/kubesystem.go)
+//     the query is a UDP packet to the kube-dns Service's ClusterIP:53,
+//     DNATed by kube-proxy on from's node to one ready endpoint and
+//     carried there as any packet (routes, overlay); it is answered only
+//     if a DNS server listens there (DNSConfig.Listens: CoreDNS's process
+//     in lab/podruntime). No Service, no ready endpoint, a dropped packet
+//     or nothing listening is ErrDNSTimeout, what a resolver reports as
+//     ";; connection timed out; no servers could be reached". Without
+//     ThroughService (test worlds, a lab attached to a cluster whose
+//     CoreDNS does not run in the lab) the data plane answers itself. A
+//     Pod with dnsPolicy Default (CoreDNS's own, host-network Pods)
+//     asks the VPC's resolver instead: no cluster names, the rest alike.
+//   - Resolve(name, qtype): the answer alone, as CoreDNS computes it,
+//     for a resolver outside any Pod (the student's shell: ccmlab curl,
+//     a DNS listener); nil from is allowed in Lookup for the same.
+//   - DNSServer(): the cluster DNS address (kube-dns's ClusterIP).
+//
+// The records:
 //
 //   - <svc>.<ns>.svc.cluster.local: the ClusterIP; a headless Service's
 //     ready endpoint addresses; an ExternalName Service's CNAME.
@@ -22,12 +47,15 @@ import (
 //     endpoint with that hostname; <a-b-c-d>.<svc>.<ns>.svc.cluster.local
 //     one with that address.
 //   - <a-b-c-d>.<ns>.pod.cluster.local: a-b-c-d as an address
-//     (CoreDNS's "pods insecure", kubeadm's default Corefile).
+//     ("pods insecure": no check that such a Pod exists).
 //   - a load balancer's DNS name: its addresses inside the VPC
-//     (lbAddresses), as AWS's resolver answers from the VPC.
+//     (lbAddresses), as AWS's resolver answers from the VPC (CoreDNS
+//     forwards there).
 //   - a node's name: its InternalIP (the VPC's resolver).
 //
-// Anything else is NXDOMAIN: the lab has no Internet to forward to.
+// Anything else is NXDOMAIN: the lab has no Internet to forward to. No
+// goroutine and no cache per query: each answer is read from the
+// informers' stores.
 
 // ClusterDomain is the cluster's DNS domain (kubelet --cluster-domain).
 const ClusterDomain = "cluster.local"
@@ -50,24 +78,104 @@ type DNSAnswer struct {
 	NXDomain bool
 }
 
+// ErrDNSTimeout: the query reached no DNS server (no kube-dns Service,
+// no ready CoreDNS endpoint, a dropped packet, nothing listening on 53).
+var ErrDNSTimeout = errors.New("connection timed out; no servers could be reached")
+
+// DNSConfig says where Pods' queries go (see above).
+type DNSConfig struct {
+	// ThroughService sends each query to a ready endpoint of the
+	// kube-dns Service in kube-system.
+	ThroughService bool
+	// Listens reports whether a process in pod listens on port (the
+	// container runtime's); nil: every endpoint Pod answers.
+	Listens func(pod *v1.Pod, port int32) bool
+}
+
+// DNSServiceNamespace and DNSServiceName name the cluster DNS Service
+// (kubeadm's, kept under kube-dns's name for compatibility).
+const (
+	DNSServiceNamespace = "kube-system"
+	DNSServiceName      = "kube-dns"
+)
+
 // Lookup answers a query for the fully qualified name (a trailing dot is
-// optional) from Pod from.
+// optional) from Pod from (nil: from outside the Pods, answered as
+// Resolve).
 func (d *Dataplane) Lookup(from *v1.Pod, name string, qtype uint16) (DNSAnswer, error) {
 	if !d.isSynced() {
 		return DNSAnswer{}, requestErrorf(ReasonNotSynced, "the data plane has not synced yet")
 	}
 	name = strings.ToLower(strings.TrimSuffix(name, "."))
+	if from != nil && usesNodeDNS(from) {
+		// The VPC's resolver: it knows no cluster names.
+		if name == ClusterDomain || strings.HasSuffix(name, "."+ClusterDomain) {
+			return DNSAnswer{Name: name, NXDomain: true}, nil
+		}
+	} else if from != nil && d.cfg.DNS.ThroughService {
+		if err := d.reachDNS(from); err != nil {
+			return DNSAnswer{}, err
+		}
+	}
+	return d.answerFor(name, qtype), nil
+}
+
+// Resolve is the answer CoreDNS gives for name, whoever asks.
+func (d *Dataplane) Resolve(name string, qtype uint16) (DNSAnswer, error) {
+	if !d.isSynced() {
+		return DNSAnswer{}, requestErrorf(ReasonNotSynced, "the data plane has not synced yet")
+	}
+	return d.answerFor(strings.ToLower(strings.TrimSuffix(name, ".")), qtype), nil
+}
+
+func (d *Dataplane) answerFor(name string, qtype uint16) DNSAnswer {
 	ans := DNSAnswer{Name: name}
 	addrs, cname, ok := d.resolve(name)
 	if !ok {
 		ans.NXDomain = true
-		return ans, nil
+		return ans
 	}
 	ans.CNAME = cname
 	if qtype == TypeA {
 		ans.Addrs = addrs
 	}
-	return ans, nil
+	return ans
+}
+
+// usesNodeDNS: the kubelet gives pod the node's resolv.conf (dnsPolicy
+// Default, or the host network without ClusterFirstWithHostNet;
+// pkg/kubelet/network/dns/dns.go, getPodDNSType).
+func usesNodeDNS(pod *v1.Pod) bool {
+	switch pod.Spec.DNSPolicy {
+	case v1.DNSDefault:
+		return true
+	case v1.DNSClusterFirstWithHostNet, v1.DNSNone:
+		return false
+	}
+	return pod.Spec.HostNetwork
+}
+
+// reachDNS carries one query from Pod from to a CoreDNS Pod: kube-dns's
+// ClusterIP on port 53/UDP, kube-proxy's DNAT on from's node, the path
+// to the endpoint, and a server listening there. The packet leaves no
+// trace: every name a curl resolves would otherwise crowd out the
+// requests the page draws.
+func (d *Dataplane) reachDNS(from *v1.Pod) error {
+	e := d.env()
+	server := d.DNSServer()
+	svc, sp := e.cluster.serviceByClusterIP(server, 53, v1.ProtocolUDP)
+	if svc == nil {
+		return ErrDNSTimeout
+	}
+	tr := Trace{ClientIP: from.Status.PodIP}
+	got := e.routeClusterIP(&tr, e.cluster.node(from.Spec.NodeName), svc, sp, server)
+	if got.pod == nil {
+		return ErrDNSTimeout
+	}
+	if l := d.cfg.DNS.Listens; l != nil && !l(got.pod, got.port) {
+		return ErrDNSTimeout
+	}
+	return nil
 }
 
 func (d *Dataplane) resolve(name string) (addrs []string, cname string, ok bool) {
@@ -178,7 +286,7 @@ func (d *Dataplane) ServicesFor(ns string) []*v1.Service {
 // 10.96.0.10 for 10.96.0.0/12), taken from the "kubernetes" Service's
 // address, the range's first.
 func (d *Dataplane) DNSServer() string {
-	if s := d.view.service("kube-system", "kube-dns"); s != nil && len(clusterIPs(s)) > 0 {
+	if s := d.view.service(DNSServiceNamespace, DNSServiceName); s != nil && len(clusterIPs(s)) > 0 {
 		return clusterIPs(s)[0]
 	}
 	if s := d.view.service("default", "kubernetes"); s != nil && len(clusterIPs(s)) > 0 {
