@@ -127,6 +127,27 @@ func Services() []Service {
 	return out
 }
 
+// ServiceActions lists every service's action names, with the service
+// as botocore names it (ec2, elb, elbv2, sts): the botocore judge checks
+// that it calls each one.
+func ServiceActions() []ServiceActionNames {
+	var out []ServiceActionNames
+	for _, s := range (&Handler{}).newServices() {
+		n := ServiceActionNames{ID: s.ID}
+		for _, a := range s.Actions {
+			n.Actions = append(n.Actions, a.Name)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// ServiceActionNames is one service's actions.
+type ServiceActionNames struct {
+	ID      string
+	Actions []string
+}
+
 func (h *Handler) newServices() []*service {
 	return []*service{
 		{ID: "ec2", Module: "github.com/aws/aws-sdk-go-v2/service/ec2", Version: VersionEC2, SigningName: "ec2", CallService: cloud.ServiceEC2,
