@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/pflag"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	cliflag "k8s.io/component-base/cli/flag"
-	apiserverapp "k8s.io/kubernetes/cmd/kube-apiserver/app"
 	apiserveroptions "k8s.io/kubernetes/cmd/kube-apiserver/app/options"
 	kcmapp "k8s.io/kubernetes/cmd/kube-controller-manager/app"
 	kcmoptions "k8s.io/kubernetes/cmd/kube-controller-manager/app/options"
@@ -87,12 +86,12 @@ func (cp *ControlPlane) runAPIServer(ctx context.Context, ln net.Listener, etcdU
 	if errs := completed.Validate(); len(errs) != 0 {
 		return nil, fmt.Errorf("kube-apiserver options: %w", utilerrors.NewAggregate(errs))
 	}
-	return func() error { return apiserverapp.Run(ctx, completed) }, nil
+	return func() error { return runAPIServerChain(ctx, completed) }, nil
 }
 
 func (cp *ControlPlane) controllerManagerArgs() []string {
 	return []string{
-		"--kubeconfig=" + cp.componentKubeconfig(),
+		"--kubeconfig=" + cp.clientKubeconfig(binaryControllerManager),
 		// The chapter's point: with "external" the controller-manager runs no
 		// cloud loops at all; they belong to the cloud-controller-manager.
 		"--cloud-provider=external",
@@ -144,7 +143,7 @@ func (cp *ControlPlane) runControllerManager(ctx context.Context) (func() error,
 
 func (cp *ControlPlane) schedulerArgs() []string {
 	return []string{
-		"--kubeconfig=" + cp.componentKubeconfig(),
+		"--kubeconfig=" + cp.clientKubeconfig(binaryScheduler),
 		"--leader-elect=" + leaderElect,
 		"--secure-port=0",
 		"--kube-api-qps=200",

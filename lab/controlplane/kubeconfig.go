@@ -31,7 +31,7 @@ func (cp *ControlPlane) writeKubeconfig() error {
 	if err != nil {
 		return err
 	}
-	if err := cp.writeKubeconfigFile(cp.KubeconfigPath(), ca, "ccmlab-admin",
+	if err := cp.writeKubeconfigFile(cp.KubeconfigPath(), cp.server, ca, "ccmlab-admin",
 		&clientcmdapi.AuthInfo{ClientCertificateData: cert, ClientKeyData: key}); err != nil {
 		return err
 	}
@@ -39,12 +39,28 @@ func (cp *ControlPlane) writeKubeconfig() error {
 	if err != nil {
 		return err
 	}
-	return cp.writeKubeconfigFile(cp.componentKubeconfig(), ca, "ccmlab-components", &clientcmdapi.AuthInfo{Token: token})
+	auth := &clientcmdapi.AuthInfo{Token: token}
+	if err := cp.writeKubeconfigFile(cp.componentKubeconfig(), cp.server, ca, "ccmlab-components", auth); err != nil {
+		return err
+	}
+	// The controller-manager and the scheduler reach the apiserver under a
+	// path of their own, by which it names their clients (useragent.go).
+	for _, b := range namedClients {
+		if err := cp.writeKubeconfigFile(cp.clientKubeconfig(b), cp.server+clientPath(b), ca, "ccmlab-components", auth); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-func (cp *ControlPlane) writeKubeconfigFile(path string, ca []byte, user string, auth *clientcmdapi.AuthInfo) error {
+// clientKubeconfig is the kubeconfig of the embedded component binary.
+func (cp *ControlPlane) clientKubeconfig(binary string) string {
+	return cp.pki.path(binary + ".kubeconfig")
+}
+
+func (cp *ControlPlane) writeKubeconfigFile(path, server string, ca []byte, user string, auth *clientcmdapi.AuthInfo) error {
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["ccmlab"] = &clientcmdapi.Cluster{Server: cp.server, CertificateAuthorityData: ca}
+	cfg.Clusters["ccmlab"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
 	cfg.AuthInfos[user] = auth
 	cfg.Contexts["ccmlab"] = &clientcmdapi.Context{Cluster: "ccmlab", AuthInfo: user, Namespace: "default"}
 	cfg.CurrentContext = "ccmlab"

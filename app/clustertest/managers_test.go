@@ -1,0 +1,99 @@
+//go:build !unit
+
+package clustertest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestFieldManagers: the writes of the embedded controller-manager and
+// scheduler carry their binaries' names, as on a real cluster, not the
+// lab's (`kubectl get node -o yaml --show-managed-fields`).
+func TestFieldManagers(t *testing.T) {
+	serve(t)
+	c := env.Client
+	must(t, "create", "deployment", "managed", "--image=nginx:1.29")
+	for _, tc := range []struct {
+		name, manager string
+		// find returns the managers of the writes in question, or an
+		// error while there are none yet.
+		find func(ctx context.Context) ([]string, error)
+	}{
+		{"a Node's podCIDRs", "kube-controller-manager", func(ctx context.Context) ([]string, error) {
+			nodes, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return nil, err
+			}
+			var managers []string
+			for _, n := range nodes.Items {
+				for _, f := range n.ManagedFields {
+					if f.FieldsV1 != nil && strings.Contains(string(f.FieldsV1.Raw), `"f:podCIDRs"`) {
+						managers = append(managers, f.Manager)
+					}
+				}
+			}
+			if len(managers) == 0 {
+				return nil, fmt.Errorf("no Node has podCIDRs yet (%d nodes)", len(nodes.Items))
+			}
+			return managers, nil
+		}},
+		{"the scheduler's Scheduled events", "kube-scheduler", func(ctx context.Context) ([]string, error) {
+			events, err := c.EventsV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "reason=Scheduled"})
+			if err != nil {
+				return nil, err
+			}
+			var managers []string
+			for _, e := range events.Items {
+				for _, f := range e.ManagedFields {
+					managers = append(managers, f.Manager)
+				}
+			}
+			if len(managers) == 0 {
+				return nil, fmt.Errorf("no Scheduled event yet (%d events)", len(events.Items))
+			}
+			return managers, nil
+		}},
+		{"a Pod's owner reference, set by the ReplicaSet controller", "kube-controller-manager", func(ctx context.Context) ([]string, error) {
+			pods, err := c.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return nil, err
+			}
+			var managers []string
+			for _, p := range pods.Items {
+				if ref := metav1.GetControllerOf(&p); ref == nil || ref.Kind != "ReplicaSet" {
+					continue
+				}
+				for _, f := range p.ManagedFields {
+					if f.Operation == metav1.ManagedFieldsOperationUpdate && f.Subresource == "" {
+						managers = append(managers, f.Manager)
+						break
+					}
+				}
+			}
+			if len(managers) == 0 {
+				return nil, fmt.Errorf("no Pod of a ReplicaSet yet")
+			}
+			return managers, nil
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var managers []string
+			eventually(t, 2*time.Minute, tc.name, func(ctx context.Context) (err error) {
+				managers, err = tc.find(ctx)
+				return err
+			})
+			for _, m := range managers {
+				if m != tc.manager {
+					t.Errorf("field manager %q, want %q (all: %v)", m, tc.manager, managers)
+					break
+				}
+			}
+		})
+	}
+}
