@@ -469,46 +469,66 @@ func (s *Sim) ensureKubeSystem(ctx context.Context) error {
 func createMissing(ctx context.Context, c kubernetes.Interface, ks kubeSystem) error {
 	ns := metav1.NamespaceSystem
 	var errs []error
-	try := func(what, name string, err error) {
+	// Get before Create: the apiserver checks a Service's ClusterIP
+	// before it finds the name taken, so creating kube-dns again fails on
+	// its own address rather than as AlreadyExists.
+	ensure := func(what, name string, get func() error, create func() error) {
+		err := get()
+		if apierrors.IsNotFound(err) {
+			err = create()
+		}
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			errs = append(errs, fmt.Errorf("creating %s %s: %w", what, name, err))
 		}
 	}
+	get := metav1.GetOptions{}
 	for _, o := range ks.serviceAccounts {
-		_, err := c.CoreV1().ServiceAccounts(ns).Create(ctx, o, createOpts(o.Name))
-		try("ServiceAccount", o.Name, err)
+		ensure("ServiceAccount", o.Name,
+			func() error { _, err := c.CoreV1().ServiceAccounts(ns).Get(ctx, o.Name, get); return err },
+			func() error { _, err := c.CoreV1().ServiceAccounts(ns).Create(ctx, o, createOpts(o.Name)); return err })
 	}
 	for _, o := range ks.clusterRoles {
-		_, err := c.RbacV1().ClusterRoles().Create(ctx, o, createOpts(o.Name))
-		try("ClusterRole", o.Name, err)
+		ensure("ClusterRole", o.Name,
+			func() error { _, err := c.RbacV1().ClusterRoles().Get(ctx, o.Name, get); return err },
+			func() error { _, err := c.RbacV1().ClusterRoles().Create(ctx, o, createOpts(o.Name)); return err })
 	}
 	for _, o := range ks.clusterBindings {
-		_, err := c.RbacV1().ClusterRoleBindings().Create(ctx, o, createOpts(o.Name))
-		try("ClusterRoleBinding", o.Name, err)
+		ensure("ClusterRoleBinding", o.Name,
+			func() error { _, err := c.RbacV1().ClusterRoleBindings().Get(ctx, o.Name, get); return err },
+			func() error {
+				_, err := c.RbacV1().ClusterRoleBindings().Create(ctx, o, createOpts(o.Name))
+				return err
+			})
 	}
 	for _, o := range ks.roles {
-		_, err := c.RbacV1().Roles(ns).Create(ctx, o, createOpts(o.Name))
-		try("Role", o.Name, err)
+		ensure("Role", o.Name,
+			func() error { _, err := c.RbacV1().Roles(ns).Get(ctx, o.Name, get); return err },
+			func() error { _, err := c.RbacV1().Roles(ns).Create(ctx, o, createOpts(o.Name)); return err })
 	}
 	for _, o := range ks.roleBindings {
-		_, err := c.RbacV1().RoleBindings(ns).Create(ctx, o, createOpts(o.Name))
-		try("RoleBinding", o.Name, err)
+		ensure("RoleBinding", o.Name,
+			func() error { _, err := c.RbacV1().RoleBindings(ns).Get(ctx, o.Name, get); return err },
+			func() error { _, err := c.RbacV1().RoleBindings(ns).Create(ctx, o, createOpts(o.Name)); return err })
 	}
 	for _, o := range ks.configMaps {
-		_, err := c.CoreV1().ConfigMaps(ns).Create(ctx, o, createOpts(o.Name))
-		try("ConfigMap", o.Name, err)
+		ensure("ConfigMap", o.Name,
+			func() error { _, err := c.CoreV1().ConfigMaps(ns).Get(ctx, o.Name, get); return err },
+			func() error { _, err := c.CoreV1().ConfigMaps(ns).Create(ctx, o, createOpts(o.Name)); return err })
 	}
 	for _, o := range ks.services {
-		_, err := c.CoreV1().Services(ns).Create(ctx, o, createOpts(o.Name))
-		try("Service", o.Name, err)
+		ensure("Service", o.Name,
+			func() error { _, err := c.CoreV1().Services(ns).Get(ctx, o.Name, get); return err },
+			func() error { _, err := c.CoreV1().Services(ns).Create(ctx, o, createOpts(o.Name)); return err })
 	}
 	for _, o := range ks.deployments {
-		_, err := c.AppsV1().Deployments(ns).Create(ctx, o, createOpts(o.Name))
-		try("Deployment", o.Name, err)
+		ensure("Deployment", o.Name,
+			func() error { _, err := c.AppsV1().Deployments(ns).Get(ctx, o.Name, get); return err },
+			func() error { _, err := c.AppsV1().Deployments(ns).Create(ctx, o, createOpts(o.Name)); return err })
 	}
 	for _, o := range ks.daemonSets {
-		_, err := c.AppsV1().DaemonSets(ns).Create(ctx, o, createOpts(o.Name))
-		try("DaemonSet", o.Name, err)
+		ensure("DaemonSet", o.Name,
+			func() error { _, err := c.AppsV1().DaemonSets(ns).Get(ctx, o.Name, get); return err },
+			func() error { _, err := c.AppsV1().DaemonSets(ns).Create(ctx, o, createOpts(o.Name)); return err })
 	}
 	return errors.Join(errs...)
 }
