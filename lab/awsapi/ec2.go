@@ -34,6 +34,13 @@ func (h *Handler) ec2Actions() []Action {
 		act("RevokeSecurityGroupIngress", h.revokeSecurityGroupIngress),
 		act("CreateTags", h.createTags),
 		act("DeleteTags", h.deleteTags),
+		act("DescribeTags", h.describeTags),
+		act("DescribeNetworkInterfaces", h.describeNetworkInterfaces),
+		act("DescribeInstanceStatus", h.describeInstanceStatus),
+		act("DescribeRegions", h.describeRegions),
+		act("TerminateInstances", h.terminateInstances),
+		act("StopInstances", h.stopInstances),
+		act("StartInstances", h.startInstances),
 	}
 }
 
@@ -61,17 +68,23 @@ func tagMap(ts []ec2types.Tag) map[string]string {
 	return m
 }
 
-var stateCodes = map[cloud.InstanceState]int32{
-	cloud.InstancePending: 0, cloud.InstanceRunning: 16, cloud.InstanceStopping: 64,
-	cloud.InstanceStopped: 80, cloud.InstanceTerminated: 48,
+func instanceState(s cloud.InstanceState) *ec2types.InstanceState {
+	return &ec2types.InstanceState{Code: aws.Int32(cloud.InstanceStateCode(s)), Name: ec2types.InstanceStateName(s)}
 }
 
 func (h *Handler) describeInstances(ctx context.Context, in *ec2.DescribeInstancesInput) (*ec2.DescribeInstancesOutput, error) {
+	if len(in.InstanceIds) > 0 && in.MaxResults != nil {
+		return nil, &apiError{400, "InvalidParameterCombination", "The parameter instancesSet cannot be used with the parameter maxResults"}
+	}
 	views, err := h.cfg.Cloud.DescribeInstancesAWS(ctx, in.InstanceIds, filters(in.Filters))
 	if err != nil {
 		return nil, err
 	}
-	out := &ec2.DescribeInstancesOutput{Reservations: []ec2types.Reservation{}}
+	views, next, err := page(views, in.MaxResults, in.NextToken, 5, 1000)
+	if err != nil {
+		return nil, err
+	}
+	out := &ec2.DescribeInstancesOutput{Reservations: []ec2types.Reservation{}, NextToken: next}
 	for _, v := range views {
 		groups := make([]ec2types.GroupIdentifier, len(v.SecurityGroups))
 		for i, g := range v.SecurityGroups {
@@ -79,20 +92,30 @@ func (h *Handler) describeInstances(ctx context.Context, in *ec2.DescribeInstanc
 		}
 		launch := v.LaunchTime
 		inst := ec2types.Instance{
-			InstanceId:       aws.String(v.ID),
-			InstanceType:     ec2types.InstanceType(v.InstanceType),
-			ImageId:          aws.String("ami-0ccm1ab0000000000"),
-			Architecture:     ec2types.ArchitectureValuesX8664,
-			Placement:        &ec2types.Placement{AvailabilityZone: aws.String(v.Zone), Tenancy: ec2types.TenancyDefault},
-			PrivateDnsName:   aws.String(v.PrivateDNSName),
-			PrivateIpAddress: aws.String(v.PrivateIP),
-			State:            &ec2types.InstanceState{Code: aws.Int32(stateCodes[v.State]), Name: ec2types.InstanceStateName(v.State)},
-			VpcId:            aws.String(v.VPCID),
-			SubnetId:         aws.String(v.SubnetID),
-			SecurityGroups:   groups,
-			SourceDestCheck:  aws.Bool(v.SourceDestCheck),
-			LaunchTime:       &launch,
-			Tags:             ec2Tags(v.Tags),
+			InstanceId:   aws.String(v.ID),
+			InstanceType: ec2types.InstanceType(v.InstanceType),
+			ImageId:      aws.String(cloud.ImageID),
+			Architecture: ec2types.ArchitectureValuesX8664,
+			// What an EBS-backed HVM instance on Nitro shows; EC2 reports
+			// xen for both Xen and Nitro
+			// (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_Instance.html).
+			Hypervisor:         ec2types.HypervisorTypeXen,
+			RootDeviceType:     ec2types.DeviceTypeEbs,
+			RootDeviceName:     aws.String("/dev/xvda"),
+			VirtualizationType: ec2types.VirtualizationTypeHvm,
+			EbsOptimized:       aws.Bool(true),
+			EnaSupport:         aws.Bool(true),
+			AmiLaunchIndex:     aws.Int32(0),
+			Placement:          &ec2types.Placement{AvailabilityZone: aws.String(v.Zone), Tenancy: ec2types.TenancyDefault},
+			PrivateDnsName:     aws.String(v.PrivateDNSName),
+			PrivateIpAddress:   aws.String(v.PrivateIP),
+			State:              instanceState(v.State),
+			VpcId:              aws.String(v.VPCID),
+			SubnetId:           aws.String(v.SubnetID),
+			SecurityGroups:     groups,
+			SourceDestCheck:    aws.Bool(v.SourceDestCheck),
+			LaunchTime:         &launch,
+			Tags:               ec2Tags(v.Tags),
 		}
 		if v.State != cloud.InstanceTerminated {
 			inst.NetworkInterfaces = []ec2types.InstanceNetworkInterface{{

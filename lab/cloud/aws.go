@@ -89,6 +89,8 @@ const (
 	ActionSetLoadBalancerPoliciesOfListener = "SetLoadBalancerPoliciesOfListener"
 	ActionCreateLoadBalancerPolicy          = "CreateLoadBalancerPolicy"
 	ActionSetBackendPolicies                = "SetLoadBalancerPoliciesForBackendServer"
+	ActionDescribeInstanceStatus            = "DescribeInstanceStatus"
+	ActionDescribeRegions                   = "DescribeRegions"
 )
 
 var awsActions = []string{
@@ -109,6 +111,7 @@ var awsActions = []string{
 	ActionDescribeLoadBalancerPolicies, ActionDescribeInstanceHealth,
 	ActionDescribeNetworkInterfaces, ActionSetLoadBalancerPoliciesOfListener,
 	ActionDescribeInstanceTopology, ActionCreateLoadBalancerPolicy, ActionSetBackendPolicies,
+	ActionDescribeInstanceStatus, ActionDescribeRegions,
 }
 
 // AWSActions returns the AWS wire API's actions that are not also lab
@@ -513,12 +516,28 @@ type InstanceView struct {
 // DescribeInstancesAWS answers EC2 DescribeInstances: IDs must exist (one
 // unknown ID fails the call), filters narrow the result.
 func (c *Cloud) DescribeInstancesAWS(ctx context.Context, ids []string, filters []Filter) ([]InstanceView, error) {
+	return c.DescribeInstanceViews(ctx, ActionDescribeInstances, ids, filters)
+}
+
+// instanceFilters are the DescribeInstances filters the model can answer
+// (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DescribeInstances.html),
+// beside tag:<key> and tag-key.
+var instanceFilters = []string{"instance-id", "private-dns-name", "instance-state-name", "instance-state-code",
+	"availability-zone", "vpc-id", "subnet-id", "private-ip-address", "instance-type", "network-interface.addresses.private-ip-address",
+	"ip-address", "dns-name", "instance.group-id", "instance.group-name", "group-id", "group-name", "architecture",
+	"image-id", "tenancy", "placement-group-name", "reservation-id", "owner-id", "source-dest-check",
+	"network-interface.network-interface-id", "network-interface.subnet-id", "network-interface.vpc-id", "launch-time"}
+
+// DescribeInstanceViews describes instances as action (DescribeInstances,
+// DescribeInstanceStatus, DescribeNetworkInterfaces): the same views,
+// each action's own IAM permission and call log line.
+func (c *Cloud) DescribeInstanceViews(ctx context.Context, action string, ids []string, filters []Filter) ([]InstanceView, error) {
 	var out []InstanceView
 	req := summarizeFilters(filters)
 	if len(ids) > 0 {
 		req = "ids=" + summarize(ids) + " " + req
 	}
-	err := c.awsCall(ctx, ServiceEC2, ActionDescribeInstances, req, ids, func(emitFunc) (string, error) {
+	err := c.awsCall(ctx, ServiceEC2, action, req, ids, func(emitFunc) (string, error) {
 		c.mu.RLock()
 		defer c.mu.RUnlock()
 		var recs []*instanceRec
@@ -541,9 +560,7 @@ func (c *Cloud) DescribeInstancesAWS(ctx context.Context, ids []string, filters 
 		}
 		for _, rec := range recs {
 			v := c.instanceViewLocked(rec)
-			ok, err := matchFilters(filters, []string{"instance-id", "private-dns-name", "instance-state-name", "availability-zone", "vpc-id", "subnet-id", "private-ip-address", "instance-type"},
-				map[string][]string{"instance-id": {v.ID}, "private-dns-name": {v.PrivateDNSName}, "instance-state-name": {string(v.State)},
-					"availability-zone": {v.Zone}, "vpc-id": {v.VPCID}, "subnet-id": {v.SubnetID}, "private-ip-address": {v.PrivateIP}, "instance-type": {v.InstanceType}}, v.Tags)
+			ok, err := matchFilters(filters, instanceFilters, c.instanceFieldsLocked(v), v.Tags)
 			if err != nil {
 				return "", err
 			}
@@ -554,6 +571,61 @@ func (c *Cloud) DescribeInstancesAWS(ctx context.Context, ids []string, filters 
 		return fmt.Sprintf("%d instances", len(out)), nil
 	})
 	return out, err
+}
+
+// instanceFieldsLocked are an instance's values for instanceFilters. A
+// lab instance has no public address: ip-address and dns-name match
+// nothing.
+func (c *Cloud) instanceFieldsLocked(v InstanceView) map[string][]string {
+	var gids, gnames []string
+	for _, g := range v.SecurityGroups {
+		gids, gnames = append(gids, g.ID), append(gnames, g.Name)
+	}
+	eni := "eni-" + strings.TrimPrefix(v.ID, "i-")
+	f := map[string][]string{"instance-id": {v.ID}, "private-dns-name": {v.PrivateDNSName}, "instance-state-name": {string(v.State)},
+		"instance-state-code": {fmt.Sprint(InstanceStateCode(v.State))},
+		"availability-zone":   {v.Zone}, "vpc-id": {v.VPCID}, "subnet-id": {v.SubnetID}, "private-ip-address": {v.PrivateIP}, "instance-type": {v.InstanceType},
+		"network-interface.addresses.private-ip-address": {v.PrivateIP},
+		"instance.group-id": gids, "instance.group-name": gnames, "group-id": gids, "group-name": gnames,
+		"architecture": {"x86_64"}, "image-id": {ImageID}, "tenancy": {"default"}, "reservation-id": {"r-" + strings.TrimPrefix(v.ID, "i-")},
+		"owner-id": {"000000000000"}, "source-dest-check": {fmt.Sprint(v.SourceDestCheck)},
+		"network-interface.network-interface-id": {eni}, "network-interface.subnet-id": {v.SubnetID}, "network-interface.vpc-id": {v.VPCID},
+		"launch-time": {v.LaunchTime.UTC().Format("2006-01-02T15:04:05.000Z")}}
+	if v.State == InstanceTerminated {
+		for _, k := range []string{"network-interface.addresses.private-ip-address", "network-interface.network-interface-id", "network-interface.subnet-id", "network-interface.vpc-id"} {
+			delete(f, k)
+		}
+	}
+	return f
+}
+
+// ImageID is the AMI every lab instance runs.
+const ImageID = "ami-0ccm1ab0000000000"
+
+// InstanceStateCode is EC2's code of a state
+// (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_InstanceState.html).
+func InstanceStateCode(s InstanceState) int32 {
+	switch s {
+	case InstanceRunning:
+		return 16
+	case InstanceTerminated:
+		return 48
+	case InstanceStopping:
+		return 64
+	case InstanceStopped:
+		return 80
+	case "shutting-down":
+		return 32
+	}
+	return 0
+}
+
+// MatchFilters holds a resource to EC2 filters: fields are its values per
+// filter name (known names are fields' keys), tags answer tag:<key> and
+// tag-key. For the wire API's resources that the cloud keeps no list of
+// (network interfaces, tags, regions).
+func MatchFilters(filters []Filter, fields map[string][]string, tags map[string]string) (bool, error) {
+	return matchFilters(filters, slices.Collect(maps.Keys(fields)), fields, tags)
 }
 
 func (c *Cloud) instanceViewLocked(rec *instanceRec) InstanceView {
@@ -780,4 +852,43 @@ func (c *Cloud) subnetIndexLocked(id string) int {
 func (c *Cloud) nextSeqLocked() uint64 {
 	c.aws.seq++
 	return c.aws.seq
+}
+
+// Read runs an EC2 read that touches no model state (DescribeRegions)
+// through the call pipeline: IAM, throttling and the call log apply.
+func (c *Cloud) Read(ctx context.Context, action, request string) error {
+	return c.awsCall(ctx, ServiceEC2, action, request, nil, func(emitFunc) (string, error) { return "ok", nil })
+}
+
+// TaggedResource is an EC2 resource with its tags, for DescribeTags; Type
+// is EC2's resource type (instance, security-group, subnet, vpc,
+// route-table).
+type TaggedResource struct {
+	ID, Type string
+	Tags     map[string]string
+}
+
+// TaggedResources lists the tags of every EC2 resource the lab has, in
+// one EC2 DescribeTags call.
+func (c *Cloud) TaggedResources(ctx context.Context) ([]TaggedResource, error) {
+	var out []TaggedResource
+	err := c.awsCall(ctx, ServiceEC2, ActionDescribeTags, "all", nil, func(emitFunc) (string, error) {
+		c.mu.RLock()
+		defer c.mu.RUnlock()
+		for _, rec := range c.sortedInstancesLocked() {
+			v := c.instanceViewLocked(rec)
+			out = append(out, TaggedResource{ID: v.ID, Type: "instance", Tags: v.Tags})
+		}
+		for _, id := range slices.Sorted(maps.Keys(c.aws.groups)) {
+			out = append(out, TaggedResource{ID: id, Type: "security-group", Tags: cloneTags(c.aws.groups[id].Tags)})
+		}
+		n := c.aws.net
+		for _, s := range n.Subnets {
+			out = append(out, TaggedResource{ID: s.ID, Type: "subnet", Tags: cloneTags(s.Tags)})
+		}
+		out = append(out, TaggedResource{ID: n.VPCID, Type: "vpc", Tags: map[string]string{c.ClusterTagKey(): "owned"}},
+			TaggedResource{ID: n.RouteTableID, Type: "route-table", Tags: map[string]string{c.ClusterTagKey(): "owned", "Name": c.cfg.ClusterID}})
+		return fmt.Sprintf("%d resources", len(out)), nil
+	})
+	return out, err
 }
