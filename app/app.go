@@ -379,7 +379,8 @@ func (a *App) build(ctx, gctx context.Context, g *errgroup.Group, cl cluster, l 
 	ex, err := exercises.New(exercises.Config{
 		Env:   check.Env{Client: s.Client, Cloud: s.Cloud, Flow: s.Observer, Controllers: s.Manager, Dataplane: s.Dataplane, Profile: a.cfg.Profile, History: s.History},
 		Store: l.store, Nodes: a.cfg.Nodes, Logger: a.cfg.Logger.With("component", "exercises"), Addr: a.cfg.Addr,
-		Restartable: a.cfg.Restart != nil,
+		Restartable:   a.cfg.Restart != nil,
+		RestoreSystem: s.RestoreKubeSystem, // kube-system's add-ons (app/sim/kubesystem.go)
 		// A step passed by the automatic check turns green on the page.
 		OnProgress: func(id string) { pub.publish(stream.Exercise{Exercise: id}) },
 	})

@@ -174,6 +174,11 @@ func (s *Service) resetLab(ctx context.Context, ex *format.Exercise, opts ResetO
 	if err := s.restoreCCMToleration(ctx); err != nil {
 		return err
 	}
+	if r := s.cfg.RestoreSystem; r != nil {
+		if err := r(ctx); err != nil {
+			return err
+		}
+	}
 	// Subnets tagged for another cluster (the subnet-tags exercise) would
 	// put every later exercise's load balancer in one subnet.
 	env.Cloud.RestoreSubnetTags()

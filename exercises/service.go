@@ -1,6 +1,7 @@
 package exercises
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -55,6 +56,11 @@ type Config struct {
 	// default, localhost:8080; commands shown are rewritten to Addr.
 	// Default "localhost:8080".
 	Addr string
+	// RestoreSystem puts kube-system's add-ons (CoreDNS, kube-dns,
+	// kube-proxy, aws-node) back where a student took them away, so the
+	// next exercise's names resolve (sim.Sim.RestoreKubeSystem); nil: a
+	// lab without them.
+	RestoreSystem func(context.Context) error
 	// Restartable: the lab can restart itself into another profile or
 	// with other add-ons (ccmlab serve on its own, not a classroom's lab),
 	// so an unavailable exercise's summary says how (Summary.Restart).
