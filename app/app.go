@@ -80,6 +80,10 @@ type Config struct {
 	// BareAPIServer starts etcd and kube-apiserver only: the cold-start
 	// benchmark's baseline.
 	BareAPIServer bool
+	// BareControlPlane starts etcd, kube-apiserver, kube-controller-manager
+	// and kube-scheduler as the lab runs them, and no lab: the idle
+	// footprint benchmark's baseline. It is ready once they are.
+	BareControlPlane bool
 
 	Logger *slog.Logger
 	// Progress hears each stage as it becomes ready (optional).
@@ -225,6 +229,14 @@ func (a *App) Run(ctx context.Context) (err error) {
 			a.cfg.Logger.Error("stopping the control plane", "err", err)
 		}
 	}()
+
+	if a.cfg.BareControlPlane {
+		a.srv.SetReady(true)
+		a.cfg.Progress("control plane", time.Since(begin))
+		a.cfg.OnReady(cl.KubeconfigPath())
+		<-ctx.Done()
+		return nil
+	}
 
 	// The parts live until shutdown is decided here, not until ctx ends,
 	// so the hub's goodbye goes out while they still run.

@@ -89,12 +89,18 @@ func (c *Config) validate() field.ErrorList {
 		}
 	}
 	errs = append(errs, validateAWSProvider(field.NewPath("AWSProvider"), c.AWSProvider, c.Profile)...)
+	if c.BareAPIServer && c.BareControlPlane {
+		errs = append(errs, field.Forbidden(field.NewPath("BareControlPlane"), "excludes BareAPIServer (one baseline at a time)"))
+	}
 	switch {
 	case c.Kubeconfig == "" && c.ClusterCIDR != "":
 		errs = append(errs, field.Forbidden(field.NewPath("ClusterCIDR"), "only applies with Kubeconfig (the embedded control plane chooses its own)"))
 	case c.Kubeconfig != "":
 		if c.BareAPIServer {
 			errs = append(errs, field.Forbidden(field.NewPath("BareAPIServer"), "excludes Kubeconfig (an attached cluster has its own apiserver)"))
+		}
+		if c.BareControlPlane {
+			errs = append(errs, field.Forbidden(field.NewPath("BareControlPlane"), "excludes Kubeconfig (an attached cluster has its own control plane)"))
 		}
 		if err := validateClusterCIDR(field.NewPath("ClusterCIDR"), c.ClusterCIDR); err != nil {
 			errs = append(errs, err)

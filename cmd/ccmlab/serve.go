@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -47,6 +48,9 @@ type serveOptions struct {
 	// bareAPIServer is the cold-start benchmark's baseline: etcd and
 	// kube-apiserver only.
 	bareAPIServer bool
+	// bareControlPlane is the idle benchmark's baseline: the control
+	// plane as the lab runs it, without the lab.
+	bareControlPlane bool
 	// pprof is a loopback address for Go's runtime profiles; empty is off.
 	pprof string
 	// awsListen is the loopback address of the AWS wire API (lab/awsapi).
@@ -83,6 +87,8 @@ func (o *serveOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.clusterCIDR, "cluster-cidr", o.clusterCIDR, "with --kubeconfig: the cluster's Pod network (default "+app.DefaultAttachedClusterCIDR+", kind's)")
 	fs.BoolVar(&o.bareAPIServer, "bare-apiserver", false, "start only etcd and kube-apiserver (benchmark baseline)")
 	_ = fs.MarkHidden("bare-apiserver")
+	fs.BoolVar(&o.bareControlPlane, "bare-control-plane", false, "start only etcd, kube-apiserver, kube-controller-manager and kube-scheduler, without the lab (benchmark baseline)")
+	_ = fs.MarkHidden("bare-control-plane")
 	fs.StringVar(&o.awsListen, "aws-listen", o.awsListen, "loopback address of the simulated cloud's AWS API (EC2, ELB, ELBv2) for the aws CLI; port 0 picks a free one, written to <data-dir>/aws.env")
 	awsDefault, _ := profile.Get("aws")
 	fs.StringVar(&o.awsProvider, "aws-provider", o.awsProvider, fmt.Sprintf("the CCM's cloud provider on the aws and vpc-cni profiles: lab (the lab's own) or upstream (k8s.io/cloud-provider-aws talking to the lab's AWS API); empty: the profile's default (%s on aws)",
@@ -121,6 +127,7 @@ func (o *serveOptions) config() (app.Config, error) {
 		Nodes: o.nodes, CloudLatency: o.cloudLatency, Verbosity: o.verbosity, Token: o.token,
 		Listen: o.listen, AllowedHosts: o.allowHosts, AWSListen: o.awsListen, AWSProvider: o.awsProvider,
 		Kubeconfig: o.kubeconfig, ClusterCIDR: o.clusterCIDR, BareAPIServer: o.bareAPIServer,
+		BareControlPlane: o.bareControlPlane,
 	}
 	if err := cfg.Validate(); err != nil {
 		return app.Config{}, flagError(err)
@@ -134,7 +141,7 @@ var flagNames = map[string]string{
 	"DataDir": "--data-dir", "Profile": "--profile", "Controllers": "--controllers", "Addons": "--addons",
 	"Nodes": "--nodes", "CloudLatency": "--cloud-latency", "Verbosity": "-v", "Token": "--token",
 	"Listen": "--listen", "AllowedHosts": "--allow-host", "AWSListen": "--aws-listen", "AWSProvider": "--aws-provider",
-	"Kubeconfig": "--kubeconfig", "ClusterCIDR": "--cluster-cidr", "BareAPIServer": "--bare-apiserver",
+	"Kubeconfig": "--kubeconfig", "ClusterCIDR": "--cluster-cidr", "BareAPIServer": "--bare-apiserver", "BareControlPlane": "--bare-control-plane",
 	"MemoryLimit": "--memory-limit", "MaxOpenFiles": "--max-open-files",
 }
 
@@ -277,7 +284,19 @@ func serveOnce(ctx context.Context, o *serveOptions, out io.Writer, logger *slog
 		fmt.Fprintf(out, "  %-20s ready after %s\n", stage, elapsed.Round(10*time.Millisecond))
 	}
 	cfg.Say = func(line string) { fmt.Fprintln(out, line) }
+	var wroteLabFile atomic.Bool
+	defer func() {
+		if wroteLabFile.Load() {
+			removeLabFile(o.dataDir)
+		}
+	}()
 	cfg.OnReady = func(kubeconfig string) {
+		// ccmlab curl and ccmlab lbs find the lab through it (curl.go).
+		if err := writeLabFile(o.dataDir, cfg.Addr, o.token); err != nil {
+			logger.Warn("cannot record the lab's address for ccmlab curl", "err", err)
+		} else {
+			wroteLabFile.Store(true)
+		}
 		fmt.Fprintf(out, "ccmlab is ready: http://%s  kubeconfig: %s\n", ln.Addr(), kubeconfig)
 		gcReady()
 	}
