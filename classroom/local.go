@@ -284,11 +284,9 @@ func (b *localBackend) runOnce(l *localLab, ready, done chan struct{}) {
 	defer logf.Close()
 	cmd := b.command(l, addr)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	// Its own process group, so stopping it reaches everything it runs;
-	// Pdeathsig so it goes when the portal dies without a chance to stop it
-	// (the signal follows the thread that started it: Go rarely ends threads,
-	// and the graceful path below does not depend on it).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	// Its own process group, and on Linux a parent-death signal
+	// (local_linux.go, local_other.go).
+	cmd.SysProcAttr = labProcAttr()
 	if err := cmd.Start(); err != nil {
 		fail(fmt.Errorf("running %s: %w", b.cfg.Binary, err))
 		return
