@@ -88,7 +88,9 @@ func TestWorldIsTheServedLab(t *testing.T) {
 			// label; the CCM's DaemonSet Pod upstream's k8s-app label.
 			components = append(components, p.Labels["component"]+p.Labels["k8s-app"])
 		}
-		for _, c := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", sim.CCMDaemonSetName(def.Profile)} {
+		// kube-system's add-ons (app/sim/kubesystem.go): CoreDNS's Pods
+		// carry kube-dns's label, kube-proxy's its own.
+		for _, c := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", sim.CCMDaemonSetName(def.Profile), "kube-dns", sim.KubeProxyDaemonSet} {
 			if !slices.Contains(components, c) {
 				return false, "kube-system has no " + c + " Pod: " + strings.Join(components, ",")
 			}
