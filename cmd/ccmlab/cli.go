@@ -55,7 +55,7 @@ Without a subcommand it behaves like "ccmlab serve".`,
 	}
 	serveOpts.addFlags(serveCmd.Flags())
 
-	root.AddCommand(serveCmd, newKubectlCommand(), newClassroomCommand(stdout), newReplayCommand(stdout), &cobra.Command{
+	root.AddCommand(serveCmd, newKubectlCommand(), newClassroomCommand(stdout), newReplayCommand(stdout), newCurlCommand(stdout, stderr), newLBsCommand(stdout), &cobra.Command{
 		Use:   "version",
 		Short: "Print the ccmlab version and the Kubernetes version it embeds",
 		Args:  cobra.NoArgs,

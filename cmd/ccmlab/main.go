@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -15,6 +16,11 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:])
 	stop()
+	var ee exitError
+	if errors.As(err, &ee) {
+		// curl's own exit code; it printed its own message.
+		os.Exit(ee.code)
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "ccmlab: %v\n", err)
 		os.Exit(1)

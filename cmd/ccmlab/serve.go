@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -283,7 +284,19 @@ func serveOnce(ctx context.Context, o *serveOptions, out io.Writer, logger *slog
 		fmt.Fprintf(out, "  %-20s ready after %s\n", stage, elapsed.Round(10*time.Millisecond))
 	}
 	cfg.Say = func(line string) { fmt.Fprintln(out, line) }
+	var wroteLabFile atomic.Bool
+	defer func() {
+		if wroteLabFile.Load() {
+			removeLabFile(o.dataDir)
+		}
+	}()
 	cfg.OnReady = func(kubeconfig string) {
+		// ccmlab curl and ccmlab lbs find the lab through it (curl.go).
+		if err := writeLabFile(o.dataDir, cfg.Addr, o.token); err != nil {
+			logger.Warn("cannot record the lab's address for ccmlab curl", "err", err)
+		} else {
+			wroteLabFile.Store(true)
+		}
 		fmt.Fprintf(out, "ccmlab is ready: http://%s  kubeconfig: %s\n", ln.Addr(), kubeconfig)
 		gcReady()
 	}

@@ -140,9 +140,16 @@ func (b *limitedBuffer) Write(p []byte) (int, error) {
 // and bounded output. A refused line is a *RefusedError (ErrRefused);
 // kubectl's own failures are a Result with a non-zero ExitCode.
 func (c *Console) Run(ctx context.Context, line string) (Result, error) {
-	args, err := Parse(line)
+	program, args, err := ParseCommand(line)
 	if err != nil {
 		return Result{}, err
+	}
+	if program == "curl" {
+		// ccmlab curl from outside the VPC, with the console's own
+		// rules (--from-console: only the load balancers' listeners).
+		args = append([]string{"curl", "--from-console", "--data-dir", c.cfg.DataDir}, args...)
+	} else {
+		args = append([]string{"kubectl"}, args...)
 	}
 	select {
 	case c.sem <- struct{}{}:
@@ -163,7 +170,7 @@ func (c *Console) Run(ctx context.Context, line string) (Result, error) {
 			return Result{}, fmt.Errorf("console: %w", err)
 		}
 	}
-	cmd := exec.CommandContext(ctx, c.cfg.Binary, append([]string{"kubectl"}, args...)...)
+	cmd := exec.CommandContext(ctx, c.cfg.Binary, args...)
 	cmd.Dir = work
 	cmd.Env = []string{
 		"KUBECONFIG=" + filepath.Join(c.cfg.DataDir, "kubeconfig"),

@@ -120,7 +120,7 @@ func Parse(line string) ([]string, error) {
 		return nil, refuse("kubectl のコマンドを入力してください (例: kubectl get nodes)。", "type a kubectl command, e.g. kubectl get nodes.")
 	}
 	if words[0] != "kubectl" {
-		return nil, refuse("ここで動くのは kubectl だけです: %q は別のプログラムです。", "only kubectl runs here: %q is another program.", words[0])
+		return nil, refuse("ここで動くのは kubectl と curl だけです: %q は別のプログラムです。", "only kubectl and curl run here: %q is another program.", words[0])
 	}
 	return check(theTree(), words[1:])
 }

@@ -305,7 +305,7 @@ func cmdCurl(ctx context.Context, p *proc, args []string) int {
 	}
 	var out io.Writer = p.stdout
 	if o.output != "" && o.output != "-" {
-		w, err := p.box.fs.writer(p.abs(o.output), false)
+		w, err := p.createOutput(o.output)
 		if err != nil {
 			return fail(23, "Failure writing output to destination, passed 0 returned -1")
 		}

@@ -173,6 +173,9 @@ type box struct {
 	fs        *memFS
 	env       []string // NAME=value
 	hostname  string
+	// create opens a file curl -o writes: nil is the container's own
+	// files; Curl (hostcurl.go) gives the student's shell's.
+	create func(path string) (io.Writer, error)
 }
 
 func (b *box) lookPath(name string) (string, bool) { return b.img.lookPath(name) }
