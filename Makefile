@@ -175,6 +175,10 @@ bench-scale: kwok ## Run the 100 and 1,000 nodes x Classic ELB Services runs on 
 	$(SCALE_ENV) $(GO) test -run '^$$' -bench 'ScaleAWS' -benchtime 1x -count 3 -timeout 60m ./app/apptest -args -lease=upstream | tee $(BENCH_DIR)/scale.txt
 	@$(GO) run ./internal/benchtable/cmd/benchtable -scale $(BENCH_DIR)/scale.txt
 
+.PHONY: conformance
+conformance: build ## Run upstream's [Conformance] tests of [sig-network] Services and DNS (k8s.io/kubernetes v1.37.2) against a fresh lab (about 20 minutes; not part of test)
+	GO=$(GO) conformance/run.sh
+
 .PHONY: clean
 clean: ## Remove build output (not the lab's data dir)
 	rm -rf bin artifacts
