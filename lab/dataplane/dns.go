@@ -280,6 +280,24 @@ func (d *Dataplane) ServicesFor(ns string) []*v1.Service {
 	return out
 }
 
+// NodeResolvConf is the nodes' /etc/resolv.conf, which the kubelet gives
+// a Pod with dnsPolicy Default (and a host-network one): the VPC's
+// resolver, AmazonProvidedDNS at the VPC range's base plus two
+// (https://docs.aws.amazon.com/cdk/api/v1/python/aws_cdk.aws_ec2/CfnVPCProps.html,
+// enable_dns_support), and the domain of the instances' private names.
+func (d *Dataplane) NodeResolvConf() string {
+	out := ""
+	if r := d.cfg.Cloud; r != nil {
+		out = "search " + r.Config().Region + ".compute.internal\n"
+	}
+	if pfx, err := netip.ParsePrefix(d.vpc); err == nil && pfx.Addr().Is4() {
+		b := pfx.Masked().Addr().As4()
+		b[3] += 2
+		out += "nameserver " + netip.AddrFrom4(b).String() + "\n"
+	}
+	return out
+}
+
 // DNSServer is the cluster DNS address the kubelet writes into Pods'
 // resolv.conf (--cluster-dns): kube-dns's ClusterIP when that Service
 // exists, else the tenth address of the Service range (kubeadm's choice,

@@ -68,9 +68,17 @@ func TestLookup(t *testing.T) {
 		{name: "listening CoreDNS", world: func() *world { return dnsWorld("ready") },
 			dns: DNSConfig{ThroughService: true, Listens: func(p *v1.Pod, port int32) bool { return p.Name == "coredns-1" && port == 53 }}, query: webFQDN, want: []string{"10.96.0.10"}},
 		{name: "dnsPolicy Default knows no cluster names", world: func() *world { return dnsWorld("ready") }, dns: DNSConfig{ThroughService: true},
-			from: func(w *world) *v1.Pod { p := w.podByName("web-a").DeepCopy(); p.Spec.DNSPolicy = v1.DNSDefault; return p }, query: webFQDN, nx: true},
+			from: func(w *world) *v1.Pod {
+				p := w.podByName("web-a").DeepCopy()
+				p.Spec.DNSPolicy = v1.DNSDefault
+				return p
+			}, query: webFQDN, nx: true},
 		{name: "dnsPolicy Default resolves a load balancer", world: func() *world { return dnsWorld("") }, dns: DNSConfig{ThroughService: true},
-			from: func(w *world) *v1.Pod { p := w.podByName("web-a").DeepCopy(); p.Spec.DNSPolicy = v1.DNSDefault; return p }, query: "aweb-0123456789.elb.ap-northeast-1.ccmlab.internal"},
+			from: func(w *world) *v1.Pod {
+				p := w.podByName("web-a").DeepCopy()
+				p.Spec.DNSPolicy = v1.DNSDefault
+				return p
+			}, query: "aweb-0123456789.elb.ap-northeast-1.ccmlab.internal"},
 		{name: "from outside the Pods", world: func() *world { return dnsWorld("") }, dns: DNSConfig{ThroughService: true},
 			from: func(*world) *v1.Pod { return nil }, query: webFQDN, want: []string{"10.96.0.10"}},
 		{name: "a Pod A record", world: func() *world { return dnsWorld("ready") }, dns: DNSConfig{ThroughService: true}, query: "10-244-7-7.default.pod.cluster.local", want: []string{"10.244.7.7"}},
@@ -118,5 +126,21 @@ func TestDNSServer(t *testing.T) {
 	})
 	if got := w.dataplane(t).DNSServer(); got != "172.20.0.10" {
 		t.Errorf("without kube-dns: %s, want 172.20.0.10", got)
+	}
+}
+
+// TestNodeResolvConf: AmazonProvidedDNS at the VPC's base plus two, and
+// the private names' domain.
+func TestNodeResolvConf(t *testing.T) {
+	c, err := cloud.New(cloud.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	d := dnsWorld("").dataplane(t)
+	d.cfg.Cloud = c
+	want := "search ap-northeast-1.compute.internal\nnameserver 10.0.0.2\n"
+	if got := d.NodeResolvConf(); got != want {
+		t.Errorf("got %q, want %q", got, want)
 	}
 }

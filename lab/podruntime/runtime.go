@@ -279,7 +279,7 @@ func (r *Runtime) files(pod *v1.Pod, img image, hostname string) map[string]stri
 	f := map[string]string{
 		"/etc/hostname":    hostname + "\n",
 		"/etc/hosts":       hostsFile(pod, hostname),
-		"/etc/resolv.conf": resolvConf(pod, r.cfg.Network.DNSServer()),
+		"/etc/resolv.conf": r.resolvConf(pod),
 	}
 	switch img.name {
 	case "nginx":
@@ -320,11 +320,41 @@ func hostsFile(pod *v1.Pod, hostname string) string {
 	return b.String()
 }
 
-// resolvConf is what the kubelet writes for dnsPolicy ClusterFirst
-// (pkg/kubelet/network/dns/dns.go: the cluster DNS server, search
-// <ns>.svc.<domain> svc.<domain> <domain>, options ndots:5).
-func resolvConf(pod *v1.Pod, server string) string {
-	if pod.Spec.DNSPolicy == v1.DNSDefault || (pod.Spec.HostNetwork && pod.Spec.DNSPolicy != v1.DNSClusterFirstWithHostNet) {
+// resolvConf is what the kubelet writes (pkg/kubelet/network/dns/dns.go,
+// GetPodDNS by getPodDNSType): for ClusterFirst the cluster DNS server,
+// search <ns>.svc.<domain> svc.<domain> <domain>, options ndots:5; for
+// Default (and the host network without ClusterFirstWithHostNet) the
+// node's own file (a Network that knows it: lab/dataplane's
+// NodeResolvConf); for None the Pod's dnsConfig alone.
+func (r *Runtime) resolvConf(pod *v1.Pod) string {
+	server := r.cfg.Network.DNSServer()
+	switch {
+	case pod.Spec.DNSPolicy == v1.DNSNone:
+		var b strings.Builder
+		if c := pod.Spec.DNSConfig; c != nil {
+			if len(c.Searches) > 0 {
+				fmt.Fprintf(&b, "search %s\n", strings.Join(c.Searches, " "))
+			}
+			for _, ns := range c.Nameservers {
+				fmt.Fprintf(&b, "nameserver %s\n", ns)
+			}
+			var opts []string
+			for _, o := range c.Options {
+				if o.Value != nil {
+					opts = append(opts, o.Name+":"+*o.Value)
+				} else {
+					opts = append(opts, o.Name)
+				}
+			}
+			if len(opts) > 0 {
+				fmt.Fprintf(&b, "options %s\n", strings.Join(opts, " "))
+			}
+		}
+		return b.String()
+	case pod.Spec.DNSPolicy == v1.DNSDefault || (pod.Spec.HostNetwork && pod.Spec.DNSPolicy != v1.DNSClusterFirstWithHostNet):
+		if n, ok := r.cfg.Network.(interface{ NodeResolvConf() string }); ok {
+			return n.NodeResolvConf()
+		}
 		return "nameserver " + server + "\n"
 	}
 	return fmt.Sprintf("search %s.svc.cluster.local svc.cluster.local cluster.local\nnameserver %s\noptions ndots:5\n", pod.Namespace, server)
