@@ -38,6 +38,7 @@ import (
 //     for a resolver outside any Pod (the student's shell: ccmlab curl,
 //     a DNS listener); nil from is allowed in Lookup for the same.
 //   - DNSServer(): the cluster DNS address (kube-dns's ClusterIP).
+//   - NodeResolvConf(): the nodes' resolv.conf (the VPC's resolver).
 //
 // The records:
 //
