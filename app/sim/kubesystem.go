@@ -545,18 +545,25 @@ func createOpts(name string) metav1.CreateOptions {
 // runKubeSystem applies the add-ons once at start, retrying while the
 // apiserver is still bootstrapping (no kubernetes Service, RBAC roles
 // not yet there).
+// The wait doubles from 1 s to a minute: an add-on that cannot be
+// created (its address taken by another Service in a lab that predates
+// it) costs a few requests a minute, not twenty a second.
 func (s *Sim) runKubeSystem(ctx context.Context) error {
+	wait := time.Second
 	for {
 		err := s.ensureKubeSystem(ctx)
 		if err == nil {
 			return nil
 		}
-		s.cfg.Logger.Warn("applying kube-system's add-ons; will retry", "err", err)
+		s.cfg.Logger.Warn("applying kube-system's add-ons; will retry", "err", err, "in", wait)
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return nil
-		case <-time.After(time.Second):
+		case <-t.C:
 		}
+		wait = min(2*wait, time.Minute)
 	}
 }
 
