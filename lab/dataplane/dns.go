@@ -76,6 +76,8 @@ type DNSAnswer struct {
 	Name     string
 	Addrs    []string
 	CNAME    string
+	SRV      []SRVRecord // TypeSRV (dnsrecords.go)
+	PTR      []string    // TypePTR (dnsrecords.go)
 	NXDomain bool
 }
 
@@ -131,6 +133,22 @@ func (d *Dataplane) Resolve(name string, qtype uint16) (DNSAnswer, error) {
 
 func (d *Dataplane) answerFor(name string, qtype uint16) DNSAnswer {
 	ans := DNSAnswer{Name: name}
+	if strings.HasPrefix(name, "_") {
+		recs, ok := d.srv(name)
+		ans.NXDomain = !ok
+		if qtype == TypeSRV {
+			ans.SRV = recs
+		}
+		return ans
+	}
+	if strings.HasSuffix(name, ".in-addr.arpa") {
+		names, ok := d.ptr(name)
+		ans.NXDomain = !ok
+		if qtype == TypePTR {
+			ans.PTR = names
+		}
+		return ans
+	}
 	addrs, cname, ok := d.resolve(name)
 	if !ok {
 		ans.NXDomain = true

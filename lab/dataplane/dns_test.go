@@ -144,3 +144,47 @@ func TestNodeResolvConf(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+func (o *objects) allServices() []*v1.Service { return o.services }
+
+// TestSRVAndPTR: the specification's SRV and PTR records for a Service
+// with a ClusterIP and a headless one.
+func TestSRVAndPTR(t *testing.T) {
+	w := dnsWorld("")
+	w.objs.services = append(w.objs.services, &v1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "db"},
+		Spec:       v1.ServiceSpec{ClusterIP: v1.ClusterIPNone, Ports: []v1.ServicePort{{Name: "pg", Protocol: v1.ProtocolTCP, Port: 5432}}},
+	})
+	sl := testSlice("db-x", ep{w.podByName("web-a"), "ready"}, ep{w.podByName("web-b"), "notready"})
+	sl.Labels[discoveryv1.LabelServiceName] = "db"
+	sl.Endpoints[0].Hostname = ptr.To("db-0")
+	w.objs.slices = append(w.objs.slices, sl)
+	d := w.dataplane(t)
+	for _, tc := range []struct {
+		name  string
+		qtype uint16
+		srv   []SRVRecord
+		ptr   []string
+		nx    bool
+	}{
+		{"_http._tcp.web.default.svc.cluster.local", TypeSRV, []SRVRecord{{10, 100, 80, "web.default.svc.cluster.local"}}, nil, false},
+		{"_pg._tcp.db.default.svc.cluster.local", TypeSRV, []SRVRecord{{10, 100, 5432, "db-0.db.default.svc.cluster.local"}}, nil, false},
+		{"_http._udp.web.default.svc.cluster.local", TypeSRV, nil, nil, true},
+		{"_nope._tcp.web.default.svc.cluster.local", TypeSRV, nil, nil, true},
+		{"_http._tcp.web.default.svc.cluster.local", TypeA, nil, nil, false},
+		{ReverseName("10.96.0.10"), TypePTR, nil, []string{"web.default.svc.cluster.local"}, false},
+		{ReverseName(podAIP), TypePTR, nil, []string{"db-0.db.default.svc.cluster.local"}, false},
+		{ReverseName(podBIP), TypePTR, nil, nil, true},
+		{"1.2.3.in-addr.arpa", TypePTR, nil, nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ans, err := d.Resolve(tc.name, tc.qtype)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ans.NXDomain != tc.nx || !slices.Equal(ans.SRV, tc.srv) || !slices.Equal(ans.PTR, tc.ptr) {
+				t.Errorf("got %+v, want SRV %v PTR %v NXDOMAIN %v", ans, tc.srv, tc.ptr, tc.nx)
+			}
+		})
+	}
+}
