@@ -276,7 +276,7 @@ func (h *Handler) v2DescribeTargetHealth(ctx context.Context, in *elbv2.Describe
 			th.Description = aws.String(t.Description)
 		}
 		out.TargetHealthDescriptions = append(out.TargetHealthDescriptions, v2types.TargetHealthDescription{
-			Target: &v2types.TargetDescription{Id: aws.String(t.ID), Port: aws.Int32(t.Port)}, HealthCheckPort: aws.String("traffic-port"), TargetHealth: th})
+			Target: &v2types.TargetDescription{Id: aws.String(t.ID), Port: aws.Int32(t.Port)}, HealthCheckPort: aws.String(t.HealthCheckPort), TargetHealth: th})
 	}
 	return out, nil
 }

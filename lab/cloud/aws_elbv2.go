@@ -469,6 +469,9 @@ type TargetHealthView struct {
 	State       string // initial, healthy, unhealthy, unused, draining
 	Reason      string
 	Description string
+	// HealthCheckPort is the port the group's checks go to: its
+	// HealthCheckPort, or the target's own port for "traffic-port".
+	HealthCheckPort string
 }
 
 // DescribeTargetHealth reports each target's health: what the data
@@ -485,21 +488,26 @@ func (c *Cloud) DescribeTargetHealth(ctx context.Context, arn string) ([]TargetH
 			return "", errorf(ErrTargetGroupNotFound, "Target groups '%s' not found", arn)
 		}
 		for _, t := range tg.Targets {
-			v := TargetHealthView{TGTarget: t, State: string(TargetHealthy)}
+			v := TargetHealthView{TGTarget: t, State: string(TargetHealthy), HealthCheckPort: strconv.Itoa(int(t.Port))}
+			if _, err := strconv.Atoi(tg.HealthCheck.Port); err == nil {
+				v.HealthCheckPort = tg.HealthCheck.Port
+			}
 			// What the data plane's health checks found, when they have
 			// checked this target for the load balancer.
 			for _, a := range tg.LoadBalancerARNs {
 				if lb, ok := c.aws.nlbs[a]; ok {
 					if h, ok := c.awsHealthLocked(lb.Name, t.ID, t.Port); ok {
-						v.State, v.Reason = string(h.health), healthReasonCode(h.health, h.reason)
-						v.Description = h.reason
+						v.State, v.Reason = string(h.health), healthReasonCode(h.health, h.code)
+						v.Description = targetHealthDescriptions[v.Reason]
 					}
 				}
 			}
 			if len(tg.LoadBalancerARNs) == 0 {
-				v.State, v.Reason, v.Description = string(TargetUnused), "Target.NotInUse", "Target group is not configured to receive traffic from the load balancer"
+				v.State, v.Reason = string(TargetUnused), "Target.NotInUse"
+				v.Description = targetHealthDescriptions[v.Reason]
 			} else if rec, ok := c.instances[t.ID]; tg.TargetType != string(TargetTypeIP) && (!ok || rec.State != InstanceRunning) {
-				v.State, v.Reason, v.Description = string(TargetUnused), reasonInvalidState, "Target is in the stopped or terminated state"
+				v.State, v.Reason = string(TargetUnused), reasonInvalidState
+				v.Description = targetHealthDescriptions[v.Reason]
 			}
 			out = append(out, v)
 		}
@@ -508,16 +516,40 @@ func (c *Cloud) DescribeTargetHealth(ctx context.Context, arn string) ([]TargetH
 	return out, err
 }
 
-// healthReasonCode is the ELBv2 reason code for a state the data plane
-// recorded with a free-text reason.
-func healthReasonCode(h TargetHealth, reason string) string {
+// healthReasonCode is the ELBv2 reason code of a state the data plane
+// recorded with AWS's code for it; the lab's own explanation of the state
+// stays on the page and in the traces.
+func healthReasonCode(h TargetHealth, code string) string {
 	switch h {
+	case TargetHealthy:
+		return ""
 	case TargetUnhealthy:
+		switch code {
+		case "Target.Timeout", "Target.ResponseCodeMismatch", "Target.FailedHealthChecks":
+			return code
+		}
 		return "Target.FailedHealthChecks"
 	case TargetInitial:
+		if code == reasonInitialChecking {
+			return code
+		}
 		return reasonRegistering
 	}
-	return reason
+	return code
+}
+
+// targetHealthDescriptions are the meanings ELBv2's TargetHealth
+// reference gives each reason code (API_TargetHealth.html), answered as
+// the Description.
+var targetHealthDescriptions = map[string]string{
+	reasonRegistering:                 "The target is in the process of being registered with the load balancer.",
+	reasonInitialChecking:             "The load balancer is still sending the target the minimum number of health checks required to determine its health status.",
+	"Target.ResponseCodeMismatch":     "The health checks did not return an expected HTTP code.",
+	"Target.Timeout":                  "The health check requests timed out.",
+	"Target.FailedHealthChecks":       "The load balancer received an error while establishing a connection to the target or the target response was malformed.",
+	"Target.NotInUse":                 "The target group is not used by any load balancer or the target is in an Availability Zone that is not enabled for its load balancer.",
+	reasonInvalidState:                "The target is in the stopped or terminated state.",
+	"Target.DeregistrationInProgress": "The target is in the process of being deregistered and the deregistration delay period has not expired.",
 }
 
 // DeleteTargetGroup deletes a target group no listener uses.

@@ -47,6 +47,7 @@ func awsHealthKey(id string, port int32) string { return id + ":" + strconv.Itoa
 type healthRec struct {
 	health TargetHealth
 	reason string
+	code   string
 }
 
 // AWSLoadBalancerViews returns the Classic ELBs and NLBs as LoadBalancer
@@ -192,13 +193,13 @@ func (c *Cloud) lbAddressesLocked(name string, subnets []string) []LBAddress {
 // on an instance that is not running (as ELB reports it without a check),
 // else what the data plane last found, else initial.
 func (c *Cloud) targetLocked(name, id string, port int32) Target {
-	t := Target{ID: id, Port: port, Health: TargetInitial, Reason: reasonRegistering}
+	t := Target{ID: id, Port: port, Health: TargetInitial, Reason: reasonRegistering, Code: reasonRegistering}
 	if rec, ok := c.instances[id]; ok && rec.State != InstanceRunning {
-		t.Health, t.Reason = TargetUnused, reasonInvalidState
+		t.Health, t.Reason, t.Code = TargetUnused, reasonInvalidState, reasonInvalidState
 		return t
 	}
 	if h, ok := c.aws.health[name][awsHealthKey(id, port)]; ok {
-		t.Health, t.Reason = h.health, h.reason
+		t.Health, t.Reason, t.Code = h.health, h.reason, h.code
 	}
 	return t
 }
@@ -215,7 +216,7 @@ func parseELBHealthCheck(hc ELBHealthCheck) *HealthCheck {
 	if err != nil {
 		return nil
 	}
-	out := &HealthCheck{Protocol: strings.ToUpper(proto), Port: int32(n), IntervalSeconds: hc.Interval,
+	out := &HealthCheck{Protocol: strings.ToUpper(proto), Port: int32(n), IntervalSeconds: hc.Interval, TimeoutSeconds: hc.Timeout,
 		HealthyThreshold: hc.HealthyThreshold, UnhealthyThreshold: hc.UnhealthyThreshold}
 	if strings.HasPrefix(out.Protocol, "HTTP") {
 		out.Path = "/" + path
@@ -326,7 +327,8 @@ func preserveClientIP(tg *TargetGroup) bool {
 // group's port.
 func tgHealthCheck(tg *TargetGroup) *HealthCheck {
 	hc := &HealthCheck{Protocol: strings.ToUpper(cmp.Or(tg.HealthCheck.Protocol, "TCP")), Port: tg.Port, Path: tg.HealthCheck.Path,
-		IntervalSeconds: tg.HealthCheck.IntervalSeconds, HealthyThreshold: tg.HealthCheck.HealthyThreshold, UnhealthyThreshold: tg.HealthCheck.UnhealthyThreshold}
+		IntervalSeconds: tg.HealthCheck.IntervalSeconds, TimeoutSeconds: tg.HealthCheck.TimeoutSeconds,
+		HealthyThreshold: tg.HealthCheck.HealthyThreshold, UnhealthyThreshold: tg.HealthCheck.UnhealthyThreshold}
 	if n, err := strconv.Atoi(tg.HealthCheck.Port); err == nil {
 		hc.Port = int32(n)
 	}
@@ -367,7 +369,7 @@ func (c *Cloud) SetAWSTargetsHealth(name string, updates []TargetHealthUpdate) e
 	changed := false
 	for _, u := range updates {
 		k := awsHealthKey(u.ID, u.Port)
-		rec := healthRec{u.Health, u.Reason}
+		rec := healthRec{u.Health, u.Reason, u.Code}
 		if m[k] != rec {
 			m[k] = rec
 			changed = true
@@ -436,6 +438,30 @@ type ELBInstanceHealth struct {
 	Description string
 }
 
+// elbInstanceStateReason is an OutOfService instance's ReasonCode and
+// Description, in the words of ELB's InstanceState reference: only AWS's
+// codes and sentences, never the lab's own explanation (t.Reason), which
+// would hand the answer of a diagnosis over in the AWS API.
+func elbInstanceStateReason(t Target, rec *instanceRec) (code, desc string) {
+	switch {
+	case t.Health == TargetUnused && rec != nil:
+		switch rec.State {
+		case InstancePending:
+			return "Instance", "Instance is in pending state."
+		case InstanceTerminated:
+			return "Instance", "Instance is in terminated state."
+		}
+		return "Instance", "Instance is in stopped state."
+	case t.Health == TargetUnused:
+		return "Instance", "Instance is in terminated state."
+	case t.Health == TargetInitial && t.Code == reasonInitialChecking:
+		return "Instance", "Instance has not passed the configured HealthyThreshold number of health checks consecutively."
+	case t.Health == TargetInitial:
+		return "ELB", "Instance registration is still in progress."
+	}
+	return "Instance", "Instance has failed at least the UnhealthyThreshold number of health checks consecutively."
+}
+
 // DescribeELBInstanceHealth answers DescribeInstanceHealth from the data
 // plane's health checks (the instance's health on every instance port):
 // InService when all are healthy; OutOfService while registration is in
@@ -465,14 +491,7 @@ func (c *Cloud) DescribeELBInstanceHealth(ctx context.Context, name string, ids 
 					continue
 				}
 				h.State = "OutOfService"
-				switch t.Health {
-				case TargetInitial:
-					h.ReasonCode, h.Description = "ELB", "Instance registration is still in progress."
-				case TargetUnused:
-					h.ReasonCode, h.Description = "Instance", "Instance is in stopped state."
-				default:
-					h.ReasonCode, h.Description = "Instance", "Instance has failed at least the UnhealthyThreshold number of health checks consecutively: "+t.Reason
-				}
+				h.ReasonCode, h.Description = elbInstanceStateReason(t, c.instances[id])
 				break
 			}
 			out = append(out, h)

@@ -71,10 +71,10 @@ func TestAWSLoadBalancerViews(t *testing.T) {
 		targetIDs []string
 	}{
 		{"Classic ELB", views[0], LBKindClassic, Listener{Protocol: "TCP", Port: 80, TargetPort: 30080},
-			HealthCheck{Protocol: "HTTP", Port: 32000, Path: "/healthz", IntervalSeconds: 10, HealthyThreshold: 2, UnhealthyThreshold: 6},
+			HealthCheck{Protocol: "HTTP", Port: 32000, Path: "/healthz", IntervalSeconds: 10, TimeoutSeconds: 5, HealthyThreshold: 2, UnhealthyThreshold: 6},
 			[]string{sg}, false, []int32{30080}, 1, sorted},
 		{"NLB", views[1], LBKindNetwork, Listener{Protocol: "TCP", Port: 80, TargetPort: 30081},
-			HealthCheck{Protocol: "TCP", Port: 30081, IntervalSeconds: 30, HealthyThreshold: 3, UnhealthyThreshold: 3},
+			HealthCheck{Protocol: "TCP", Port: 30081, IntervalSeconds: 30, TimeoutSeconds: 10, HealthyThreshold: 3, UnhealthyThreshold: 3},
 			nil, true, nil, 2, sorted},
 	}
 	for _, tc := range tests {

@@ -43,8 +43,9 @@ const (
 
 // Health reason codes, as ELB reports them.
 const (
-	reasonRegistering  = "Elb.RegistrationInProgress"
-	reasonInvalidState = "Target.InvalidState"
+	reasonRegistering     = "Elb.RegistrationInProgress"
+	reasonInvalidState    = "Target.InvalidState"
+	reasonInitialChecking = "Elb.InitialHealthChecking"
 )
 
 // Listener forwards Protocol/Port on the load balancer to TargetPort on each
@@ -66,6 +67,8 @@ type Target struct {
 	Port   int32        `json:"port"`
 	Health TargetHealth `json:"health"`
 	Reason string       `json:"reason,omitempty"`
+	// Code is AWS's reason code for Health (TargetHealthUpdate.Code).
+	Code string `json:"code,omitempty"`
 }
 
 // HealthCheck is how the load balancer probes its targets. Zero
@@ -76,6 +79,7 @@ type HealthCheck struct {
 	Port               int32  `json:"port"`
 	Path               string `json:"path,omitempty"` // HTTP(S) only; default "/"
 	IntervalSeconds    int32  `json:"intervalSeconds"`
+	TimeoutSeconds     int32  `json:"timeoutSeconds,omitempty"`
 	HealthyThreshold   int32  `json:"healthyThreshold"`
 	UnhealthyThreshold int32  `json:"unhealthyThreshold"`
 }
@@ -459,6 +463,10 @@ type TargetHealthUpdate struct {
 	Port   int32 // 0 matches every port of ID
 	Health TargetHealth
 	Reason string
+	// Code is AWS's reason code for the state (Target.Timeout, ...),
+	// the only part the AWS API answers with; Reason is the lab's own
+	// explanation, for the page and the traces.
+	Code string
 }
 
 // SetTargetsHealth is SetTargetHealth for many targets of one load
@@ -488,8 +496,8 @@ func (c *Cloud) SetTargetsHealth(name string, updates []TargetHealthUpdate) erro
 			t := &lb.Targets[i]
 			if u.Port == 0 || t.Port == u.Port {
 				found = true
-				if t.Health != u.Health || t.Reason != u.Reason {
-					t.Health, t.Reason = u.Health, u.Reason
+				if t.Health != u.Health || t.Reason != u.Reason || t.Code != u.Code {
+					t.Health, t.Reason, t.Code = u.Health, u.Reason, u.Code
 					changed = true
 				}
 			}

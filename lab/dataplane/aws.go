@@ -250,7 +250,7 @@ func (e *env) awsTargetHealth(lb *cloud.LoadBalancer, t cloud.Target, inst *clou
 		port = hc.Port
 	}
 	if _, fail, ok := e.nodeAdmits(lb, inst, port, lbAddress(lb, inst)); !ok {
-		return "Target.Timeout: " + tracetext.English(fail), false
+		return tracetext.English(fail), false
 	}
 	return "", true
 }

@@ -211,17 +211,21 @@ func TestAWSTargetHealth(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			d, _ := awsWorld(t, tc.policy, tc.lb, tc.groups)
+			e := d.env()
+			lb := e.cloud.lbs[0]
+			svc := e.serviceForLB(lb)
 			got := map[string]cloud.TargetHealth{}
-			for _, tg := range tc.lb.Targets {
-				got[tg.ID] = tg.Health
-			}
-			for _, c := range d.env().healthChanges() {
-				if !c.AWS {
-					t.Errorf("change %+v is not marked as an AWS load balancer's", c)
+			for _, tg := range lb.Targets {
+				r, ok := e.targetHealth(lb, svc, tg)
+				if !ok || r.http != nil {
+					t.Fatalf("%s: %+v, judged %v", tg.ID, r, ok)
 				}
-				got[c.Target] = c.Health
-				if c.Health == cloud.TargetUnhealthy && !strings.Contains(c.Reason, tc.reason) {
-					t.Errorf("%s unhealthy for %q, want %q", c.Target, c.Reason, tc.reason)
+				got[tg.ID] = cloud.TargetHealthy
+				if !r.ok {
+					got[tg.ID] = cloud.TargetUnhealthy
+					if !strings.Contains(r.code+" "+r.why, tc.reason) {
+						t.Errorf("%s unhealthy for %s %q, want %q", tg.ID, r.code, r.why, tc.reason)
+					}
 				}
 			}
 			for id, h := range tc.want {

@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -51,14 +52,52 @@ func (e *env) healthCheckNodePort(node *v1.Node, port int32) (HealthCheckAnswer,
 	return a, true
 }
 
+// AWS's reason codes for an unhealthy target (ELBv2's TargetHealth
+// reference); a Classic ELB answers its own sentences for the same states
+// (lab/cloud, elbInstanceStateReason).
+const (
+	codeTimeout       = "Target.Timeout"              // no answer: a packet was dropped
+	codeCodeMismatch  = "Target.ResponseCodeMismatch" // an HTTP answer of another status
+	codeFailedChecks  = "Target.FailedHealthChecks"   // the connection was refused
+	codeInitialChecks = "Elb.InitialHealthChecking"
+	healthCheckUA     = "ELB-HealthChecker/2.0"
+	defaultHCPath     = "/"
+)
+
+// checkResult is one health check of one target: whether it passed, and
+// when not, AWS's reason code and the lab's own explanation. http, when
+// set, is a request still to be sent to a Pod (Dataplane.probeHTTP): the
+// status it answers decides.
+type checkResult struct {
+	ok   bool
+	code string
+	why  string
+	http *httpProbe
+}
+
+// httpProbe is an HTTP health check that reaches a Pod: through kube-proxy
+// on node's NodePort, or straight to a Pod IP (ip targets, node nil).
+type httpProbe struct {
+	node *v1.Node
+	ip   string
+	port int32
+	path string
+	src  string // the load balancer's address the check comes from
+	nlb  bool   // an NLB's matcher (200-399), else a Classic ELB's 200
+}
+
+func failed(code, why string) checkResult { return checkResult{code: code, why: why} }
+
 // targetHealth is what a health check of target t of lb (made for svc,
 // which may be nil) finds. ok is false when the health is not the data
 // plane's to judge: the cloud itself marks targets on stopped instances
 // "unused", as ELB does.
-func (e *env) targetHealth(lb *cloud.LoadBalancer, svc *v1.Service, t cloud.Target) (h cloud.TargetHealth, reason string, ok bool) {
+func (e *env) targetHealth(lb *cloud.LoadBalancer, svc *v1.Service, t cloud.Target) (r checkResult, ok bool) {
 	if t.Health == cloud.TargetUnused {
-		return "", "", false
+		return r, false
 	}
+	hc := lb.HealthCheck
+	isHTTP := hc != nil && strings.HasPrefix(strings.ToUpper(hc.Protocol), "HTTP")
 	if lb.TargetType == cloud.TargetTypeIP {
 		pod := e.cluster.podByIP(t.ID)
 		var podNode *v1.Node
@@ -66,46 +105,68 @@ func (e *env) targetHealth(lb *cloud.LoadBalancer, svc *v1.Service, t cloud.Targ
 			podNode = e.cluster.node(pod.Spec.NodeName)
 		}
 		if _, fail, reachable := e.reach(nil, t.ID, podNode); !reachable {
-			return cloud.TargetUnhealthy, tracetext.English(fail), true
+			return failed(codeTimeout, tracetext.English(fail)), true
+		}
+		if isHTTP {
+			port := t.Port
+			if hc.Port != 0 {
+				port = hc.Port
+			}
+			return checkResult{http: &httpProbe{ip: t.ID, port: port, path: cmp.Or(hc.Path, defaultHCPath),
+				src: cmp.Or(lbAddress(lb, nil), defaultClientIP), nlb: lb.Kind == cloud.LBKindNetwork}}, true
 		}
 		if e.readyEndpointIP(svc, t.ID) {
-			return cloud.TargetHealthy, "", true
+			return checkResult{ok: true}, true
 		}
-		return cloud.TargetUnhealthy, fmt.Sprintf("no ready endpoint has IP %s", t.ID), true
+		return failed(codeFailedChecks, fmt.Sprintf("no ready endpoint has IP %s", t.ID)), true
 	}
 
 	inst := e.cloud.instByID[t.ID]
 	if inst == nil || inst.State != cloud.InstanceRunning {
-		return "", "", false
+		return r, false
 	}
 	node := e.nodeForInstance(inst)
 	if node == nil {
-		return cloud.TargetUnhealthy, fmt.Sprintf("instance %s has no Node", t.ID), true
+		return failed(codeTimeout, fmt.Sprintf("instance %s has no Node", t.ID)), true
 	}
 	if isAWS(lb) {
 		if reason, ok := e.awsTargetHealth(lb, t, inst); !ok {
-			return cloud.TargetUnhealthy, reason, true
+			return failed(codeTimeout, reason), true
 		}
 	}
-	if hc := lb.HealthCheck; hc != nil && strings.HasPrefix(strings.ToUpper(hc.Protocol), "HTTP") {
-		if a, found := e.healthCheckNodePort(node, hc.Port); found {
-			if a.LocalEndpoints > 0 {
-				return cloud.TargetHealthy, "", true
-			}
-			return cloud.TargetUnhealthy, reasonNoLocalEndpoints, true
+	port := t.Port
+	if hc != nil && hc.Port != 0 {
+		port = hc.Port
+	}
+	if a, found := e.healthCheckNodePort(node, port); found {
+		// kube-proxy answers on a healthCheckNodePort: a TCP check
+		// connects, an HTTP check reads its status (503 without a local
+		// endpoint).
+		if !isHTTP || a.LocalEndpoints > 0 {
+			return checkResult{ok: true}, true
 		}
-		if s, _ := e.cluster.serviceByNodePort(hc.Port, v1.ProtocolTCP); s == nil {
-			return cloud.TargetUnhealthy, fmt.Sprintf("nothing answers on port %d of node %s", hc.Port, node.Name), true
+		return failed(codeCodeMismatch, reasonNoLocalEndpoints), true
+	}
+	if s, _ := e.cluster.serviceByNodePort(port, v1.ProtocolTCP); s == nil {
+		// Nothing listens on TCP there: the node answers a reset. A UDP
+		// NodePort is no TCP listener, and NLBs check UDP target groups
+		// over TCP or HTTP, never over UDP.
+		why := fmt.Sprintf("nothing answers on TCP port %d of node %s", port, node.Name)
+		if u, _ := e.cluster.serviceByNodePort(port, v1.ProtocolUDP); u != nil {
+			why += fmt.Sprintf(" (it is a UDP NodePort of Service %s; health checks never use UDP)", svcKey(u))
 		}
-		// An HTTP check on a traffic NodePort: any node forwards it, as
-		// with a TCP check.
+		return failed(codeFailedChecks, why), true
+	}
+	if !e.nodeReady(node) {
+		return failed(codeTimeout, fmt.Sprintf("node %s is not Ready", node.Name)), true
+	}
+	if isHTTP {
+		return checkResult{http: &httpProbe{node: node, port: port, path: cmp.Or(hc.Path, defaultHCPath),
+			src: cmp.Or(lbAddress(lb, inst), defaultClientIP), nlb: lb.Kind == cloud.LBKindNetwork}}, true
 	}
 	// kube-proxy answers on a NodePort on every node, so a TCP check only
 	// fails when the node itself is down.
-	if !e.nodeReady(node) {
-		return cloud.TargetUnhealthy, fmt.Sprintf("node %s is not Ready", node.Name), true
-	}
-	return cloud.TargetHealthy, "", true
+	return checkResult{ok: true}, true
 }
 
 // readyEndpointIP reports whether ip is a ready endpoint of svc, or, when
@@ -150,64 +211,6 @@ func (e *env) readyIPs(svc *v1.Service) map[string]bool {
 		e.memo.ready[k] = r
 	}
 	return r
-}
-
-// healthChange is one target whose recorded health is to change.
-type healthChange struct {
-	LB     string
-	AWS    bool // an AWS model load balancer: SetAWSTargetsHealth
-	Target string
-	Port   int32
-	Health cloud.TargetHealth
-	Reason string
-}
-
-// healthChanges lists the targets whose computed health differs from what
-// the cloud records, so the cloud is only told about changes.
-func (e *env) healthChanges() []healthChange {
-	e.memo = newRoundMemo()
-	defer func() { e.memo = nil }()
-	var out []healthChange
-	for _, lb := range e.cloud.lbs {
-		svc := e.serviceForLB(lb)
-		for _, t := range lb.Targets {
-			h, reason, ok := e.targetHealth(lb, svc, t)
-			if ok && (h != t.Health || reason != t.Reason) {
-				out = append(out, healthChange{LB: lb.Name, AWS: isAWS(lb), Target: t.ID, Port: t.Port, Health: h, Reason: reason})
-			}
-		}
-	}
-	return out
-}
-
-// checkHealth runs one round of health checks against the cloud view cv.
-func (d *Dataplane) checkHealth(cv *cloudView) {
-	e := d.envFor(cv)
-	changes := e.healthChanges()
-	// One call per load balancer: healthChanges sorts by load balancer.
-	for len(changes) > 0 {
-		lb := changes[0].LB
-		n := 1
-		for n < len(changes) && changes[n].LB == lb {
-			n++
-		}
-		updates := make([]cloud.TargetHealthUpdate, n)
-		for i, c := range changes[:n] {
-			updates[i] = cloud.TargetHealthUpdate{ID: c.Target, Port: c.Port, Health: c.Health, Reason: c.Reason}
-		}
-		set := d.cfg.Cloud.SetTargetsHealth
-		if changes[0].AWS {
-			set = d.cfg.Cloud.SetAWSTargetsHealth
-		}
-		if err := set(lb, updates); err != nil {
-			// A target or the load balancer went away since the snapshot;
-			// the next round works from a fresh one.
-			d.log.Debug("setting target health", "lb", lb, "targets", n, "err", err)
-		} else {
-			d.log.Debug("target health changed", "lb", lb, "targets", n)
-		}
-		changes = changes[n:]
-	}
 }
 
 // HealthCheckNodePort is kube-proxy's answer on node's healthCheckNodePort

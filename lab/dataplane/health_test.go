@@ -25,25 +25,31 @@ func TestTargetHealth(t *testing.T) {
 		reasonHas  string
 		notJudged  bool
 		wantReason string
+		wantCode   string
 	}{
 		{name: "HTTP healthCheckNodePort, node with a local ready Pod", policy: local, check: httpCheck,
 			target: cloud.Target{ID: instB, Port: 30080}, want: cloud.TargetHealthy},
 		{name: "HTTP healthCheckNodePort, node without local Pods", policy: local, check: httpCheck,
-			target: cloud.Target{ID: instA, Port: 30080}, want: cloud.TargetUnhealthy, wantReason: reasonNoLocalEndpoints},
+			target: cloud.Target{ID: instA, Port: 30080}, want: cloud.TargetUnhealthy, wantReason: reasonNoLocalEndpoints, wantCode: codeCodeMismatch},
 		{name: "HTTP healthCheckNodePort, local Pod not ready", policy: local, check: httpCheck,
 			mutate: func(w *world) {
 				w.objs.slices = []*discoveryv1.EndpointSlice{testSlice("web-1", ep{w.podByName("web-b"), "notready"})}
 			},
 			target: cloud.Target{ID: instB, Port: 30080}, want: cloud.TargetUnhealthy, wantReason: reasonNoLocalEndpoints},
 		{name: "HTTP check on a port nothing answers", policy: local, check: &cloud.HealthCheck{Protocol: "HTTP", Port: 31234},
-			target: cloud.Target{ID: instB, Port: 30080}, want: cloud.TargetUnhealthy, reasonHas: "nothing answers on port 31234"},
+			target: cloud.Target{ID: instB, Port: 30080}, want: cloud.TargetUnhealthy, reasonHas: "nothing answers on TCP port 31234", wantCode: codeFailedChecks},
+		{name: "TCP check on a port nothing answers", policy: cluster, check: &cloud.HealthCheck{Protocol: "TCP", Port: 31234},
+			target: cloud.Target{ID: instB, Port: 30080}, want: cloud.TargetUnhealthy, reasonHas: "nothing answers on TCP port 31234", wantCode: codeFailedChecks},
+		{name: "TCP check on a UDP NodePort", policy: cluster, check: &cloud.HealthCheck{Protocol: "TCP", Port: 30080},
+			mutate: func(w *world) { w.objs.services[0].Spec.Ports[0].Protocol = v1.ProtocolUDP },
+			target: cloud.Target{ID: instB, Port: 30080}, want: cloud.TargetUnhealthy, reasonHas: "UDP NodePort of Service default/web", wantCode: codeFailedChecks},
 		{name: "TCP check, Ready node without Pods", policy: cluster, check: tcpCheck,
 			target: cloud.Target{ID: instA, Port: 30080}, want: cloud.TargetHealthy},
 		{name: "no check configured: TCP on the target", policy: cluster,
 			target: cloud.Target{ID: instC, Port: 30080}, want: cloud.TargetHealthy},
 		{name: "TCP check, NotReady node", policy: cluster, check: tcpCheck,
 			mutate: func(w *world) { w.objs.nodeList[0] = testNode(nodeA, ipA, instA, "10.244.0.0/24", false) },
-			target: cloud.Target{ID: instA, Port: 30080}, want: cloud.TargetUnhealthy, reasonHas: "is not Ready"},
+			target: cloud.Target{ID: instA, Port: 30080}, want: cloud.TargetUnhealthy, reasonHas: "is not Ready", wantCode: codeTimeout},
 		{name: "instance without a Node", policy: cluster, check: tcpCheck,
 			mutate: func(w *world) { w.objs.nodeList = w.objs.nodeList[1:] },
 			target: cloud.Target{ID: instA, Port: 30080}, want: cloud.TargetUnhealthy, reasonHas: "has no Node"},
@@ -61,7 +67,7 @@ func TestTargetHealth(t *testing.T) {
 			target: cloud.Target{ID: podBIP, Port: 8080}, want: cloud.TargetUnhealthy, reasonHas: "no ready endpoint has IP"},
 		{name: "ip target the VPC cannot reach", policy: cluster, lbType: cloud.TargetTypeIP,
 			mutate: func(w *world) { w.state.Routes = nil },
-			target: cloud.Target{ID: podBIP, Port: 8080}, want: cloud.TargetUnhealthy, reasonHas: "cannot reach"},
+			target: cloud.Target{ID: podBIP, Port: 8080}, want: cloud.TargetUnhealthy, reasonHas: "cannot reach", wantCode: codeTimeout},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -77,42 +83,33 @@ func TestTargetHealth(t *testing.T) {
 			}
 			e := w.dataplane(t).env()
 			svc := w.objs.services[0]
-			h, reason, ok := e.targetHealth(&lb, svc, tc.target)
+			r, ok := e.targetHealth(&lb, svc, tc.target)
 			if tc.notJudged {
 				if ok {
-					t.Errorf("judged %s (%s), want it left to the cloud", h, reason)
+					t.Errorf("judged %+v, want it left to the cloud", r)
 				}
 				return
 			}
-			if !ok || h != tc.want {
-				t.Errorf("health = %s (%q, judged %v), want %s", h, reason, ok, tc.want)
+			h := cloud.TargetUnhealthy
+			if r.ok {
+				h = cloud.TargetHealthy
 			}
-			if tc.wantReason != "" && reason != tc.wantReason {
-				t.Errorf("reason = %q, want %q", reason, tc.wantReason)
+			if !ok || h != tc.want || r.http != nil {
+				t.Errorf("health = %s (%+v, judged %v), want %s", h, r, ok, tc.want)
 			}
-			if !strings.Contains(reason, tc.reasonHas) {
-				t.Errorf("reason = %q, want it to contain %q", reason, tc.reasonHas)
+			if tc.wantReason != "" && r.why != tc.wantReason {
+				t.Errorf("reason = %q, want %q", r.why, tc.wantReason)
 			}
-			if h == cloud.TargetHealthy && reason != "" {
-				t.Errorf("healthy with reason %q", reason)
+			if !strings.Contains(r.why, tc.reasonHas) {
+				t.Errorf("reason = %q, want it to contain %q", r.why, tc.reasonHas)
+			}
+			if tc.wantCode != "" && r.code != tc.wantCode {
+				t.Errorf("code = %q, want %q", r.code, tc.wantCode)
+			}
+			if h == cloud.TargetHealthy && (r.why != "" || r.code != "") {
+				t.Errorf("healthy with reason %q, code %q", r.why, r.code)
 			}
 		})
-	}
-}
-
-// TestHealthChanges: only targets whose health differs from what the cloud
-// records are reported, so the cloud is not told the same thing twice.
-func TestHealthChanges(t *testing.T) {
-	w := baseWorld(local)
-	w.objs.slices = []*discoveryv1.EndpointSlice{testSlice("web-1", ep{w.podByName("web-b"), "ready"})}
-	lb := instanceLB(cloud.TargetInitial, cloud.TargetHealthy, cloud.TargetUnhealthy)
-	lb.HealthCheck = &cloud.HealthCheck{Protocol: "HTTP", Port: 32000, Path: "/healthz"}
-	lb.Targets[2].Reason = reasonNoLocalEndpoints
-	w.state.LoadBalancers = []cloud.LoadBalancer{lb}
-	got := w.dataplane(t).env().healthChanges()
-	want := []healthChange{{LB: "aweb", Target: instA, Port: 30080, Health: cloud.TargetUnhealthy, Reason: reasonNoLocalEndpoints}}
-	if len(got) != 1 || got[0] != want[0] {
-		t.Errorf("changes = %+v, want %+v", got, want)
 	}
 }
 
