@@ -681,16 +681,17 @@ func cmdWget(ctx context.Context, p *proc, args []string) int {
 	return 0
 }
 
-// lookupAll resolves name through the search list and reports every
-// name tried with its answer, for nslookup and host.
-func (p *proc) lookupAll(name string, search bool) (dataplane.DNSAnswer, []string, error) {
+// lookupAll resolves name (a query of qtype) through the search list
+// and reports every name tried with its answer, for nslookup, dig and
+// host.
+func (p *proc) lookupAll(name string, search bool, qtype uint16) (dataplane.DNSAnswer, []string, error) {
 	names := []string{strings.TrimSuffix(name, ".")}
 	if search {
 		names = p.searchNames(name)
 	}
 	var tried []string
 	for _, n := range names {
-		ans, err := p.rt.cfg.Network.Lookup(p.box.pod, n, dataplane.TypeA)
+		ans, err := p.rt.cfg.Network.Lookup(p.box.pod, n, qtype)
 		if err != nil {
 			return dataplane.DNSAnswer{}, tried, err
 		}
@@ -702,15 +703,41 @@ func (p *proc) lookupAll(name string, search bool) (dataplane.DNSAnswer, []strin
 	return dataplane.DNSAnswer{Name: names[len(names)-1], NXDomain: true}, tried, nil
 }
 
-// cmdNslookup is busybox's nslookup (its output format, v1.36).
+// queryType is a query type's name as nslookup, dig and host take it
+// (A when empty); ok is false for one the lab does not answer.
+func queryType(s string) (uint16, bool) {
+	switch strings.ToUpper(s) {
+	case "", "A":
+		return dataplane.TypeA, true
+	case "AAAA":
+		return dataplane.TypeAAAA, true
+	case "CNAME":
+		return dataplane.TypeCNAME, true
+	case "SRV":
+		return dataplane.TypeSRV, true
+	case "PTR":
+		return dataplane.TypePTR, true
+	}
+	return 0, false
+}
+
+// cmdNslookup is busybox's nslookup (its output format, v1.36):
+// [-type=A|AAAA|CNAME|SRV|PTR] HOST [SERVER]; an address as HOST asks
+// for its PTR record.
 func cmdNslookup(_ context.Context, p *proc, args []string) int {
 	var names []string
+	qname := ""
 	for _, a := range args[1:] {
-		if !strings.HasPrefix(a, "-") {
+		if v, ok := strings.CutPrefix(strings.ToLower(a), "-type="); ok {
+			qname = v
+		} else if v, ok := strings.CutPrefix(strings.ToLower(a), "-query="); ok {
+			qname = v
+		} else if !strings.HasPrefix(a, "-") {
 			names = append(names, a)
 		}
 	}
-	if len(names) == 0 {
+	qtype, known := queryType(qname)
+	if len(names) == 0 || !known {
 		p.errorf("BusyBox v1.36.1 (2023-05-18 22:34:17 UTC) multi-call binary.\n\nUsage: nslookup [-type=QUERY_TYPE] [-debug] HOST [DNS_SERVER]\n")
 		return 1
 	}
@@ -719,17 +746,17 @@ func cmdNslookup(_ context.Context, p *proc, args []string) int {
 		server = names[1]
 	}
 	fmt.Fprintf(p.stdout, "Server:\t\t%s\nAddress:\t%s:53\n\n", server, server)
-	if a, err := netip.ParseAddr(names[0]); err == nil {
-		fmt.Fprintf(p.stdout, "** server can't find %s.in-addr.arpa: NXDOMAIN\n\n", reverse(a))
-		return 1
+	name, search := names[0], !strings.HasSuffix(names[0], ".")
+	if rev := dataplane.ReverseName(name); rev != "" {
+		name, search, qtype = rev, false, dataplane.TypePTR
 	}
-	ans, _, err := p.lookupAll(names[0], !strings.HasSuffix(names[0], "."))
+	ans, _, err := p.lookupAll(name, search, qtype)
 	if err != nil {
 		fmt.Fprintf(p.stdout, ";; connection timed out; no servers could be reached\n\n")
 		return 1
 	}
 	if ans.NXDomain {
-		fmt.Fprintf(p.stdout, "** server can't find %s: NXDOMAIN\n\n", strings.TrimSuffix(names[0], "."))
+		fmt.Fprintf(p.stdout, "** server can't find %s: NXDOMAIN\n\n", strings.TrimSuffix(name, "."))
 		return 1
 	}
 	if ans.CNAME != "" {
@@ -738,45 +765,70 @@ func cmdNslookup(_ context.Context, p *proc, args []string) int {
 	for _, a := range ans.Addrs {
 		fmt.Fprintf(p.stdout, "Name:\t%s\nAddress: %s\n", ans.Name, a)
 	}
+	for _, r := range ans.SRV {
+		fmt.Fprintf(p.stdout, "%s\tservice = %d %d %d %s\n", ans.Name, r.Priority, r.Weight, r.Port, r.Target)
+	}
+	for _, n := range ans.PTR {
+		fmt.Fprintf(p.stdout, "%s\tname = %s\n", ans.Name, n)
+	}
 	fmt.Fprintln(p.stdout)
 	return 0
 }
 
-func reverse(a netip.Addr) string {
-	b := a.As4()
-	return fmt.Sprintf("%d.%d.%d.%d", b[3], b[2], b[1], b[0])
-}
-
-// cmdDig is bind's dig: NAME [+short] [+search] [@server] [A].
+// cmdDig is bind's dig: NAME [+short] [+search] [@server] [TYPE] [-x ADDR].
 func cmdDig(_ context.Context, p *proc, args []string) int {
 	short, search := false, false
-	name := ""
-	for _, a := range args[1:] {
+	name, tname := "", "A"
+	qtype := dataplane.TypeA
+	for i := 1; i < len(args); i++ {
+		a := args[i]
 		switch {
 		case a == "+short":
 			short = true
 		case a == "+search":
 			search = true
-		case strings.HasPrefix(a, "+"), strings.HasPrefix(a, "@"), a == "A", a == "IN", strings.HasPrefix(a, "-"):
+		case a == "-x" && i+1 < len(args):
+			i++
+			name, tname, qtype = dataplane.ReverseName(args[i]), "PTR", dataplane.TypePTR
+			if name == "" {
+				p.errorf("Invalid IP address %s\n", args[i])
+				return 10
+			}
+		case strings.HasPrefix(a, "+"), strings.HasPrefix(a, "@"), a == "IN", strings.HasPrefix(a, "-"):
 		default:
+			if t, ok := queryType(a); ok && a == strings.ToUpper(a) {
+				tname, qtype = a, t
+				continue
+			}
 			name = a
 		}
 	}
 	if name == "" {
 		name = "."
 	}
-	ans, _, err := p.lookupAll(name, search)
+	ans, _, err := p.lookupAll(name, search, qtype)
 	if err != nil {
 		fmt.Fprintf(p.stdout, ";; communications error to %s#53: timed out\n", p.rt.cfg.Network.DNSServer())
 		return 9
 	}
 	fq := strings.TrimSuffix(ans.Name, ".") + "."
+	var rrs []string // type and data of each answer record
+	if ans.CNAME != "" {
+		rrs = append(rrs, "CNAME\t"+ans.CNAME+".")
+	}
+	for _, a := range ans.Addrs {
+		rrs = append(rrs, "A\t"+a)
+	}
+	for _, r := range ans.SRV {
+		rrs = append(rrs, fmt.Sprintf("SRV\t%d %d %d %s.", r.Priority, r.Weight, r.Port, r.Target))
+	}
+	for _, n := range ans.PTR {
+		rrs = append(rrs, "PTR\t"+n+".")
+	}
 	if short {
-		if ans.CNAME != "" {
-			fmt.Fprintln(p.stdout, ans.CNAME+".")
-		}
-		for _, a := range ans.Addrs {
-			fmt.Fprintln(p.stdout, a)
+		for _, rr := range rrs {
+			_, data, _ := strings.Cut(rr, "\t")
+			fmt.Fprintln(p.stdout, data)
 		}
 		return 0
 	}
@@ -785,14 +837,11 @@ func cmdDig(_ context.Context, p *proc, args []string) int {
 		status = "NXDOMAIN"
 	}
 	fmt.Fprintf(p.stdout, "\n; <<>> DiG 9.20.11 <<>> %s\n;; global options: +cmd\n;; Got answer:\n;; ->>HEADER<<- opcode: QUERY, status: %s, id: 1\n", name, status)
-	fmt.Fprintf(p.stdout, ";; flags: qr aa rd; QUERY: 1, ANSWER: %d, AUTHORITY: 0, ADDITIONAL: 0\n\n;; QUESTION SECTION:\n;%s\t\t\tIN\tA\n\n", len(ans.Addrs), fq)
-	if len(ans.Addrs) > 0 || ans.CNAME != "" {
+	fmt.Fprintf(p.stdout, ";; flags: qr aa rd; QUERY: 1, ANSWER: %d, AUTHORITY: 0, ADDITIONAL: 0\n\n;; QUESTION SECTION:\n;%s\t\t\tIN\t%s\n\n", len(rrs), fq, tname)
+	if len(rrs) > 0 {
 		fmt.Fprintf(p.stdout, ";; ANSWER SECTION:\n")
-		if ans.CNAME != "" {
-			fmt.Fprintf(p.stdout, "%s\t\t30\tIN\tCNAME\t%s.\n", fq, ans.CNAME)
-		}
-		for _, a := range ans.Addrs {
-			fmt.Fprintf(p.stdout, "%s\t\t30\tIN\tA\t%s\n", fq, a)
+		for _, rr := range rrs {
+			fmt.Fprintf(p.stdout, "%s\t\t30\tIN\t%s\n", fq, rr)
 		}
 		fmt.Fprintln(p.stdout)
 	}
@@ -801,14 +850,35 @@ func cmdDig(_ context.Context, p *proc, args []string) int {
 	return 0
 }
 
-// cmdHost is bind's host: NAME.
+// cmdHost is bind's host: [-t TYPE] NAME; an address asks for its PTR
+// record.
 func cmdHost(_ context.Context, p *proc, args []string) int {
-	if len(args) < 2 {
+	qtype := dataplane.TypeA
+	var rest []string
+	for i := 1; i < len(args); i++ {
+		if args[i] == "-t" && i+1 < len(args) {
+			t, ok := queryType(args[i+1])
+			if !ok {
+				p.errorf("host: invalid type: %s\n", args[i+1])
+				return 1
+			}
+			qtype = t
+			i++
+			continue
+		}
+		if !strings.HasPrefix(args[i], "-") {
+			rest = append(rest, args[i])
+		}
+	}
+	if len(rest) == 0 {
 		p.errorf("Usage: host [-aCdilrTvVw] [-c class] [-N ndots] [-t type] [-W time]\n            [-R number] [-m flag] [-p port] hostname [server]\n")
 		return 1
 	}
-	name := args[len(args)-1]
-	ans, _, err := p.lookupAll(name, true)
+	name, search := rest[0], true
+	if rev := dataplane.ReverseName(name); rev != "" {
+		name, search, qtype = rev, false, dataplane.TypePTR
+	}
+	ans, _, err := p.lookupAll(name, search, qtype)
 	if err != nil {
 		fmt.Fprintf(p.stdout, ";; connection timed out; no servers could be reached\n")
 		return 1
@@ -822,6 +892,12 @@ func cmdHost(_ context.Context, p *proc, args []string) int {
 	}
 	for _, a := range ans.Addrs {
 		fmt.Fprintf(p.stdout, "%s has address %s\n", ans.Name, a)
+	}
+	for _, r := range ans.SRV {
+		fmt.Fprintf(p.stdout, "%s has SRV record %d %d %d %s.\n", ans.Name, r.Priority, r.Weight, r.Port, r.Target)
+	}
+	for _, n := range ans.PTR {
+		fmt.Fprintf(p.stdout, "%s domain name pointer %s.\n", ans.Name, n)
 	}
 	return 0
 }
