@@ -152,9 +152,9 @@ func TestClusterDNS(t *testing.T) {
 	})
 	vpc := netip.MustParsePrefix(lab.Cloud.Config().VPCCIDR)
 
-	nslookup := func(t *testing.T, name string) (string, int) {
+	nslookup := func(t *testing.T, args string) (string, int) {
 		t.Helper()
-		return kubectl(t, time.Minute, "exec", "client", "--", "nslookup", name)
+		return kubectl(t, time.Minute, append([]string{"exec", "client", "--", "nslookup"}, strings.Fields(args)...)...)
 	}
 	for _, tc := range []struct {
 		name string
@@ -167,6 +167,8 @@ func TestClusterDNS(t *testing.T) {
 		{"web-headless", podIPs},
 		{"kube-dns.kube-system", []string{"Address: " + dnsIP}},
 		{strings.ReplaceAll(podIPs[0], ".", "-") + ".default.pod.cluster.local", []string{"Address: " + podIPs[0]}},
+		{"-type=srv _dns._udp.kube-dns.kube-system", []string{"_dns._udp.kube-dns.kube-system.svc.cluster.local\tservice = 10 100 53 kube-dns.kube-system.svc.cluster.local"}},
+		{dnsIP, []string{"\tname = kube-dns.kube-system.svc.cluster.local"}},
 	} {
 		t.Run("nslookup "+tc.name, func(t *testing.T) {
 			out, code := nslookup(t, tc.name)
