@@ -52,6 +52,20 @@ function instanceButton(i, op, cls) {
   });
 }
 
+// curlHint is how a student's own shell reaches a listener: for a named
+// internet-facing load balancer, curl with its name in the URL and the
+// connection sent to the listener's loopback address (--connect-to, as
+// `ccmlab lbs` prints it); an internal one is out of reach from outside
+// the VPC, as on AWS.
+export function curlHint(lb, port, address) {
+  if (lb.scheme === "internal") return h("span", { class: "curl muted", "data-testid": "lb-curl-internal" }, " " + t("lb.curl.internal"));
+  const i = address.lastIndexOf(":");
+  const line = lb.dnsName
+    ? `curl --connect-to ${lb.dnsName}:${port}:${address.slice(0, i)}:${address.slice(i + 1)} http://${lb.dnsName}${port === 80 ? "" : ":" + port}/`
+    : `curl ${address}`;
+  return h("span", { class: "curl" }, " " + t("lb.curl") + " ", h("code", { "data-testid": "lb-curl", text: line }));
+}
+
 // The kinds of the AWS model's load balancers (cloud.LBKind*).
 const LB_KIND_KEY = { classic: "lb.kind.classic", network: "lb.kind.network" };
 
@@ -104,7 +118,7 @@ const lbRows = table({
               "span",
               { class: "listener" },
               h("span", { class: "mono", text: `${l.port} → ${l.targetPort}/${l.protocol}` }),
-              real ? h("span", { class: "curl" }, " " + t("lb.curl") + " ", h("code", { "data-testid": "lb-curl", text: `curl ${real.address}` })) : null,
+              real ? curlHint(lb, l.port, real.address) : null,
             );
           }),
         ],

@@ -72,7 +72,7 @@ export function renderFlow(st, ui) {
 
   const trace = latestTrace(st, key, flow);
   if (trace) playTrace(diagram, trace, ui.presenter);
-  renderTrace(document.getElementById("trace-result"), trace);
+  renderTrace(document.getElementById("trace-result"), trace, st);
 }
 
 // latestTrace is the newest request through this Service's load balancer,
@@ -176,11 +176,29 @@ export function renderStuck(box, stuck) {
   );
 }
 
-function renderTrace(box, tr) {
-  const sig = tr ? tr.id : "";
+// fromPod names the Pod a request started in (origin "pod": curl, wget
+// or nc in a container): the client hop's address is the Pod's IP, which
+// the cluster view maps to its name. "" for the request panel's and
+// listeners' requests.
+export function fromPod(st, tr) {
+  if (!tr || tr.origin !== "pod") return "";
+  const ip = (tr.hops && tr.hops[0] && tr.hops[0].address) || tr.clientIP || "";
+  let name = "";
+  if (st && st.pods) {
+    for (const p of st.pods.values()) {
+      if (p.ip === ip) name = p.namespace + "/" + p.name;
+    }
+  }
+  return t("trace.frompod", { pod: name || "?", ip });
+}
+
+function renderTrace(box, tr, st) {
+  const from = fromPod(st, tr);
+  const sig = tr ? tr.id + "|" + from : "";
   if (!changed(box, sig)) return;
   setAttr(box, "data-status", tr ? tr.status : null);
   setAttr(box, "data-trace", tr ? tr.id : null);
+  setAttr(box, "data-origin", tr ? tr.origin || null : null);
   if (!tr) {
     box.replaceChildren(h("p", { class: "muted", text: t("trace.none") }));
     return;
@@ -191,7 +209,8 @@ function renderTrace(box, tr) {
   if (tr.pod) facts.push(tr.extraHop ? t("trace.extra") : t("trace.noextra"));
   if (tr.sourceIPSeenByPod) facts.push(t("trace.source", { ip: tr.sourceIPSeenByPod, policy: tr.policy || "Cluster" }));
   box.replaceChildren(
-    h("h3", { text: t("trace.title") }),
+    h("h3", { text: from ? t("trace.title.pod") : t("trace.title") }),
+    from ? h("p", { class: "trace-from mono", "data-testid": "trace-from", text: from }) : null,
     h("p", { class: ok ? "ok" : "bad", "data-testid": "trace-summary", text: facts.join(" · ") }),
     h(
       "ol",
