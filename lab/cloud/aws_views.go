@@ -235,7 +235,11 @@ func (c *Cloud) elbViewLocked(lb *ClassicELB) LoadBalancer {
 	for _, l := range lb.Listeners {
 		// SSL and HTTPS listeners end TLS at the ELB; to the data plane
 		// every classic listener carries a TCP connection to the NodePort.
-		v.Listeners = append(v.Listeners, Listener{Protocol: "TCP", Port: l.Port, TargetPort: l.InstancePort})
+		ln := Listener{Protocol: "TCP", Port: l.Port, TargetPort: l.InstancePort}
+		if p := strings.ToUpper(l.Protocol); p == "HTTP" || p == "HTTPS" {
+			ln.Frontend = p
+		}
+		v.Listeners = append(v.Listeners, ln)
 		if c.elbProxyProtocolLocked(lb, l.InstancePort) && !slices.Contains(v.ProxyProtocolPorts, l.InstancePort) {
 			v.ProxyProtocolPorts = append(v.ProxyProtocolPorts, l.InstancePort)
 		}

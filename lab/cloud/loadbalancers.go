@@ -55,6 +55,10 @@ type Listener struct {
 	Protocol   string `json:"protocol"` // TCP (default) or UDP
 	Port       int32  `json:"port"`
 	TargetPort int32  `json:"targetPort"`
+	// Frontend is "HTTP" or "HTTPS" for a Classic ELB listener that
+	// speaks HTTP itself (and answers 503 with no healthy instance);
+	// empty for a listener that only carries TCP or UDP.
+	Frontend string `json:"frontend,omitempty"`
 }
 
 func (l Listener) String() string {

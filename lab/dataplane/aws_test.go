@@ -55,6 +55,16 @@ func awsLB(kind string, policy v1.ServiceExternalTrafficPolicy) cloud.LoadBalanc
 	return lb
 }
 
+// ipNLB is an NLB with the Pod web-b as its one ip target.
+func ipNLB(preserve bool) cloud.LoadBalancer {
+	lb := awsLB(cloud.LBKindNetwork, cluster)
+	lb.TargetType = cloud.TargetTypeIP
+	lb.Listeners = []cloud.Listener{{Protocol: "TCP", Port: 80, TargetPort: 8080}}
+	lb.Targets = []cloud.Target{{ID: podBIP, Port: 8080, Health: cloud.TargetHealthy}}
+	lb.PreserveClientIP = preserve
+	return lb
+}
+
 // awsGroups are the groups the provider leaves for kind.
 func awsGroups(kind string) []cloud.SecurityGroup {
 	node := cloud.SecurityGroup{ID: nodeSG, Ingress: []cloud.IPPermission{fromGroup(nodeSG)}}
@@ -121,6 +131,10 @@ func TestAWSLoadBalancerRouting(t *testing.T) {
 			status: 200, lbSrc: client, podSees: "node"},
 		{name: "NLB without client IP preservation, Local: the Pod sees the NLB", policy: local, lb: noPreserve(awsLB(cloud.LBKindNetwork, local)), groups: awsGroups(cloud.LBKindNetwork),
 			status: 200, lbSrc: elbAddrA, podSees: "elb"},
+		{name: "NLB, ip targets, preserve_client_ip off (TCP's default): the Pod sees the NLB", policy: cluster, lb: ipNLB(false), groups: awsGroups(cloud.LBKindNetwork),
+			status: 200, lbSrc: elbAddrA, podSees: "elb"},
+		{name: "NLB, ip targets, preserve_client_ip on: the Pod sees the client", policy: cluster, lb: ipNLB(true), groups: awsGroups(cloud.LBKindNetwork),
+			status: 200, lbSrc: client, podSees: "client"},
 		{name: "nodes' group does not admit the ELB's group", policy: cluster, lb: awsLB(cloud.LBKindClassic, cluster), groups: noELBRule,
 			status: statusDropped, errKey: tracetext.SGInstance, errHas: []string{nodeSG, "tcp/30080", elbAddrA, elbSG}},
 		{name: "ELB's group does not admit the client", policy: cluster, lb: awsLB(cloud.LBKindClassic, cluster), groups: closedELB,

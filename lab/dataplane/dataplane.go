@@ -58,6 +58,12 @@ type Config struct {
 	// DNS says where Pods' DNS queries go (dns.go); the zero value: the
 	// data plane answers them itself.
 	DNS DNSConfig
+	// DroppedHold is how long a listener of an AWS load balancer holds a
+	// connection whose packets the network dropped (a security group, a
+	// node that is down) before it resets it: the client sees a timeout,
+	// as on AWS, unless it gives up first. Default 30s, at most 10m; at
+	// most maxHeldConns are held at once.
+	DroppedHold time.Duration
 	// ListenHost is the address load balancer listeners bind to, each on a
 	// free port. Default 127.0.0.1: the listeners are for the student's own
 	// machine.
@@ -65,6 +71,9 @@ type Config struct {
 }
 
 const (
+	defaultDroppedHold          = 30 * time.Second
+	maxDroppedHold              = 10 * time.Minute
+	maxHeldConns                = 64
 	defaultHealthCheckInterval  = time.Second
 	defaultHealthCheckTimeScale = 10
 	maxHealthCheckTimeScale     = 100
@@ -79,6 +88,7 @@ const (
 func (c *Config) setDefaults() {
 	c.HealthCheckInterval = cmp.Or(c.HealthCheckInterval, defaultHealthCheckInterval)
 	c.HealthCheckTimeScale = cmp.Or(c.HealthCheckTimeScale, defaultHealthCheckTimeScale)
+	c.DroppedHold = cmp.Or(c.DroppedHold, defaultDroppedHold)
 	c.TraceBuffer = cmp.Or(c.TraceBuffer, defaultTraceBuffer)
 	c.ListenHost = cmp.Or(c.ListenHost, defaultListenHost)
 	if c.Clock == nil {
@@ -103,6 +113,9 @@ func (c *Config) validate() error {
 	}
 	if c.HealthCheckTimeScale < 1 || c.HealthCheckTimeScale > maxHealthCheckTimeScale {
 		errs = append(errs, fmt.Errorf("health check time scale %d must be 1 to %d", c.HealthCheckTimeScale, maxHealthCheckTimeScale))
+	}
+	if c.DroppedHold < 0 || c.DroppedHold > maxDroppedHold {
+		errs = append(errs, fmt.Errorf("dropped-connection hold %s must be 0 to %s", c.DroppedHold, maxDroppedHold))
 	}
 	if c.TraceBuffer < 0 {
 		errs = append(errs, fmt.Errorf("trace buffer %d must not be negative", c.TraceBuffer))
@@ -138,6 +151,7 @@ type Dataplane struct {
 	lmu       sync.Mutex
 	listeners map[listenerKey]*lbListener
 	refused   map[listenerKey]bool // past the cap (listeners.go)
+	held      chan struct{}        // dropped connections being held (failL4)
 	closed    bool
 	serving   sync.WaitGroup
 
@@ -164,6 +178,7 @@ func New(cfg Config) (*Dataplane, error) {
 		rr:        roundRobin{next: map[string]uint64{}},
 		traces:    newTraceLog(cfg.TraceBuffer),
 		listeners: map[listenerKey]*lbListener{},
+		held:      make(chan struct{}, maxHeldConns),
 		syncedCh:  make(chan struct{}),
 		done:      make(chan struct{}),
 	}

@@ -187,8 +187,10 @@ func (d *Dataplane) FromPod(ctx context.Context, r PodRequest) (PodResponse, err
 	resp := PodResponse{}
 	if got.pod == nil {
 		d.traces.add(tr)
-		if tr.Kind == KindLoadBalancer && tr.Status == statusRejected {
-			// A load balancer with no healthy target answers itself.
+		if tr.Kind == KindLoadBalancer && tr.Status == statusRejected && !d.layer4(listenerKey{tr.LB, r.Port}) {
+			// A load balancer with no healthy target answers itself,
+			// unless it only carries connections (an NLB, a Classic
+			// ELB's TCP listener): that one resets (listeners.go).
 			a := failureAnswer(tr)
 			return PodResponse{Status: a.status, Header: a.header, Body: a.body, Trace: tr.clone()}, nil
 		}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/ccmlab/ccmlab/internal/httpguard"
+	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/dataplane/tracetext"
 )
 
@@ -97,6 +99,12 @@ func (d *Dataplane) syncListeners(cv *cloudView) {
 	var want []wanted
 	wantSet := map[listenerKey]bool{}
 	for _, lb := range cv.lbs {
+		if internalOnly(lb) {
+			// An internal load balancer has only private addresses: the
+			// student's shell reaches it nowhere, so no loopback port
+			// stands in for it (Pods reach it through FromPod).
+			continue
+		}
 		for _, l := range lb.Listeners {
 			k := listenerKey{lb.Name, l.Port}
 			if protoOf(v1.Protocol(l.Protocol)) == v1.ProtocolTCP && !wantSet[k] {
@@ -204,6 +212,10 @@ func (d *Dataplane) handler(k listenerKey) http.Handler {
 			ans = failureAnswer(tr)
 		}
 		d.traces.add(tr)
+		if tr.Error != "" && d.layer4(k) {
+			d.failL4(w, tr.Status == statusDropped)
+			return
+		}
 		h := w.Header()
 		for name, vals := range ans.header {
 			h[name] = vals
@@ -224,4 +236,53 @@ func failureAnswer(tr Trace) answer {
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	body := fmt.Sprintf("ccmlab: %d %s\n%s\ntrace: %s\n", tr.Status, http.StatusText(tr.Status), tr.Error, tr.ID)
 	return answer{status: tr.Status, header: h, body: []byte(body)}
+}
+
+// internalOnly: an internal load balancer, reachable only from inside the
+// VPC.
+func internalOnly(lb *cloud.LoadBalancer) bool { return lb.Scheme == cloud.SchemeInternal }
+
+// layer4 reports whether listener k only carries a connection: an NLB's
+// (TCP, TLS) or a Classic ELB's TCP or SSL listener. Such a load balancer
+// never writes an HTTP answer of its own; only a Classic ELB's HTTP and
+// HTTPS listeners do (503 with no healthy instance). The lab's own load
+// balancers keep answering with the failure and its trace, as before.
+func (d *Dataplane) layer4(k listenerKey) bool {
+	lb := d.env().cloud.loadBalancer(k.lb)
+	if lb == nil || !isAWS(lb) {
+		return false
+	}
+	l, ok := findListener(lb, k.port)
+	return ok && l.Frontend == ""
+}
+
+// failL4 ends a connection that reached no Pod as the network would: a
+// dropped packet gets no answer, so the connection is held, unanswered,
+// until the client gives up or DroppedHold passes; anything else (no
+// target, nothing listening, a target taken out of service: an NLB "sends
+// a TCP RST for packets received on the client connections associated
+// with the target") is reset. At most maxHeldConns are held at once; past
+// that a dropped one is reset too.
+func (d *Dataplane) failL4(w http.ResponseWriter, dropped bool) {
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		return
+	}
+	conn, _, err := hj.Hijack()
+	if err != nil {
+		return
+	}
+	if dropped {
+		select {
+		case d.held <- struct{}{}:
+			defer func() { <-d.held }()
+			_ = conn.SetReadDeadline(time.Now().Add(d.cfg.DroppedHold))
+			_, _ = io.Copy(io.Discard, conn)
+		default:
+		}
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0) // close with a RST, not a FIN
+	}
+	_ = conn.Close()
 }

@@ -3,6 +3,7 @@ package dataplane
 import (
 	"cmp"
 	"net/netip"
+	"slices"
 	"strconv"
 
 	v1 "k8s.io/api/core/v1"
@@ -42,7 +43,7 @@ func (e *env) routeLoadBalancer(tr *Trace, lb *cloud.LoadBalancer, l cloud.Liste
 		return reached{}
 	}
 	if lb.TargetType == cloud.TargetTypeIP {
-		return e.routeIPTarget(tr, front, picked, t)
+		return e.routeIPTarget(tr, lb, front, picked, t)
 	}
 
 	inst := e.cloud.instByID[t.ID]
@@ -76,13 +77,24 @@ func (tr *Trace) instanceServes(t cloud.Target, inst *cloud.Instance, node *v1.N
 // routeIPTarget is ip mode: the load balancer sends straight to a Pod IP,
 // with no NodePort and no kube-proxy in between. That only works when the
 // VPC can reach Pod IPs.
-func (e *env) routeIPTarget(tr *Trace, front string, picked i18n.Msg, t cloud.Target) reached {
+func (e *env) routeIPTarget(tr *Trace, lb *cloud.LoadBalancer, front string, picked i18n.Msg, t cloud.Target) reached {
 	pod := e.cluster.podByIP(t.ID)
 	podNode := ""
 	if pod != nil {
 		podNode = pod.Spec.NodeName
 	}
 	via, fail, ok := e.reach(nil, t.ID, e.cluster.node(podNode))
+	src := tr.ClientIP
+	if isAWS(lb) && ok {
+		// An NLB's ip targets see the client only with the target
+		// group's preserve_client_ip.enabled (off by default for TCP);
+		// else the NLB's own address.
+		src, via = awsSource(lb, nil, tr.ClientIP)
+		tr.LBSourceIP = src
+		if slices.Contains(lb.ProxyProtocolPorts, t.Port) {
+			tr.ProxyProtocolClientIP = tr.ClientIP
+		}
+	}
 	if !ok {
 		via = fail
 	}
@@ -94,7 +106,7 @@ func (e *env) routeIPTarget(tr *Trace, front string, picked i18n.Msg, t cloud.Ta
 		return reached{}
 	}
 	tr.EntryNode = podNode
-	return e.deliver(tr, nil, endpoint{IP: t.ID, Port: t.Port, Node: podNode}, tr.ClientIP)
+	return e.deliver(tr, nil, endpoint{IP: t.ID, Port: t.Port, Node: podNode}, src)
 }
 
 // routeNodePort is kube-proxy on node handling a packet for NodePort port.
