@@ -29,6 +29,10 @@ func (r requester) Listeners() stream.Listeners { return listeners(r.dp) }
 
 func (r requester) Traces() any { return nonNil(r.dp.Traces()) }
 
+// HealthCheckTimeScale is the data plane's health-check time factor, for
+// the page.
+func (r requester) HealthCheckTimeScale() int { return r.dp.HealthCheckTimeScale() }
+
 func (r requester) RecentTraces(n int) []stream.Trace {
 	all := r.dp.Traces()
 	all = all[max(0, len(all)-n):]

@@ -165,6 +165,9 @@ func (s *Server) State(l *Lab) stream.Snapshot {
 	if l.Requests != nil {
 		st.Cloud.Listeners = nonNil(l.Requests.Listeners())
 		st.Traces = nonNil(l.Requests.RecentTraces(stream.RecentTraces))
+		if hs, ok := l.Requests.(interface{ HealthCheckTimeScale() int }); ok {
+			st.Cloud.HealthCheckTimeScale = hs.HealthCheckTimeScale()
+		}
 	}
 	if l.Hub != nil {
 		st.Seq = l.Hub.LastSeq()

@@ -239,6 +239,7 @@ var pageTexts = i18n.Catalog{
 	"lb.notargets":           {JA: "ターゲットはまだ登録されていません", EN: "No targets registered yet"},
 	"lb.healthcheck":         {JA: "ヘルスチェック {proto}:{port}", EN: "Health check {proto}:{port}"},
 	"lb.nohealthcheck":       {JA: "ヘルスチェックは未設定", EN: "No health check yet"},
+	"lb.hcscale":             {JA: "(このラボのヘルスチェックは AWS の {n} 倍速で進みます)", EN: "(health checks here run {n}× faster than on AWS)"},
 	"health.initial":         {JA: "確認中", EN: "checking"},
 	"health.healthy":         {JA: "正常", EN: "healthy"},
 	"health.unhealthy":       {JA: "異常", EN: "unhealthy"},

@@ -84,6 +84,10 @@ type CloudState struct {
 	Calls     []cloud.Call `json:"calls"` // the most recent ones; the rest is at /api/cloud/calls
 	Listeners Listeners    `json:"listeners"`
 	Region    string       `json:"region"`
+	// HealthCheckTimeScale is how many times faster than AWS's the data
+	// plane runs health checks (dataplane.Config.HealthCheckTimeScale);
+	// 0 without a data plane.
+	HealthCheckTimeScale int `json:"healthCheckTimeScale,omitempty"`
 }
 
 // Bye is the hub's last message before it shuts down.

@@ -151,7 +151,9 @@ const lbRows = table({
       key: "healthCheck",
       tag: "div",
       attrs: { class: "hint lb-hc" },
-      cell: (lb) => (lb.healthCheck ? t("lb.healthcheck", { proto: lb.healthCheck.protocol, port: lb.healthCheck.port }) : t("lb.nohealthcheck")),
+      cell: (lb, { st }) =>
+        (lb.healthCheck ? t("lb.healthcheck", { proto: lb.healthCheck.protocol, port: lb.healthCheck.port }) : t("lb.nohealthcheck")) +
+        (st.hcScale > 1 ? " " + t("lb.hcscale", { n: st.hcScale }) : ""),
     },
   ],
 });

@@ -30,6 +30,7 @@ export function createStore() {
     calls: new Map(), // seq -> Call
     listeners: [],
     region: "",
+    hcScale: 0,
     traces: [], // newest last
     lastTrace: new Map(), // service key -> Trace
     messages: 0, // messages applied since load (for the responsiveness test)
@@ -72,6 +73,7 @@ export function snapshot(st, d) {
   st.calls = byKey(c.calls, (x) => x.seq);
   st.listeners = c.listeners || [];
   st.region = c.region || "";
+  st.hcScale = c.healthCheckTimeScale || 0;
   // The snapshot carries the most recent traces (a request sent with curl
   // before the page opened); keep the ones seen too, they are still true
   // about the past.
