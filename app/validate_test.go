@@ -68,6 +68,8 @@ func TestValidate(t *testing.T) {
 		{"upstream AWS provider off AWS", func(c *Config) { c.Profile = kubevirt; c.Controllers = nil; c.AWSProvider = AWSProviderUpstream }, "AWSProvider", "needs Profile aws or vpc-cni"},
 		{"cluster CIDR without kubeconfig", func(c *Config) { c.ClusterCIDR = "10.244.0.0/16" }, "ClusterCIDR", "only applies with Kubeconfig"},
 		{"bare apiserver attached", func(c *Config) { c.Kubeconfig = "kubeconfig"; c.BareAPIServer = true }, "BareAPIServer", "excludes Kubeconfig"},
+		{"bare control plane attached", func(c *Config) { c.Kubeconfig = "kubeconfig"; c.BareControlPlane = true }, "BareControlPlane", "excludes Kubeconfig"},
+		{"two baselines", func(c *Config) { c.BareAPIServer = true; c.BareControlPlane = true }, "BareControlPlane", "excludes BareAPIServer"},
 		{"attached: kind's CIDR by default", func(c *Config) { c.Kubeconfig = "kubeconfig" }, "", ""},
 		{"attached: not a CIDR", func(c *Config) { c.Kubeconfig = "kubeconfig"; c.ClusterCIDR = "10.244.0.0/33" }, "ClusterCIDR", "not an IPv4 CIDR"},
 		{"attached: IPv6", func(c *Config) { c.Kubeconfig = "kubeconfig"; c.ClusterCIDR = "fd00::/48" }, "ClusterCIDR", "only IPv4"},

@@ -67,6 +67,7 @@ func TestServeSaysValidateWithFlagNames(t *testing.T) {
 		{"upstream AWS provider off AWS", []string{"--profile", "kubevirt", "--aws-provider", "upstream"}, `--aws-provider "upstream": the upstream AWS provider needs --profile aws or vpc-cni, not "kubevirt"`},
 		{"cluster CIDR without kubeconfig", []string{"--cluster-cidr", "10.244.0.0/16"}, "--cluster-cidr: only applies with --kubeconfig"},
 		{"bare apiserver attached", []string{"--kubeconfig", "k", "--bare-apiserver"}, "--bare-apiserver: excludes --kubeconfig"},
+		{"two baselines", []string{"--bare-apiserver", "--bare-control-plane"}, "--bare-control-plane: excludes --bare-apiserver"},
 		{"attached: bad CIDR", []string{"--kubeconfig", "k", "--cluster-cidr", "10.244.0.0/33"}, `--cluster-cidr "10.244.0.0/33": not an IPv4 CIDR`},
 		{"two mistakes, one line", []string{"--nodes", "-1", "-v", "-1"}, "--nodes -1: must be between 0 and 1000; -v -1: must not be negative"},
 		// Parsing a flag stays the CLI's.
