@@ -1,0 +1,39 @@
+//go:build !unit
+
+package exercises
+
+import (
+	"context"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/ccmlab/ccmlab/app/sim"
+)
+
+// A reset puts kube-system's add-ons back: a coredns scaled to 0 gets
+// its replicas and a deleted kube-proxy DaemonSet is created again, so
+// names resolve in the next exercise.
+func TestResetRestoresKubeSystem(t *testing.T) {
+	w := theWorld(t)
+	ctx := context.Background()
+	deps := env.Client.AppsV1().Deployments("kube-system")
+	d, err := deps.Get(ctx, sim.CoreDNSDeployment, metav1.GetOptions{})
+	must(t, err)
+	d.Spec.Replicas = ptr.To[int32](0)
+	_, err = deps.Update(ctx, d, metav1.UpdateOptions{})
+	must(t, err)
+	must(t, env.Client.AppsV1().DaemonSets("kube-system").Delete(ctx, sim.KubeProxyDaemonSet, metav1.DeleteOptions{}))
+
+	w.reset(t, "delete-finalizer")
+
+	d, err = deps.Get(ctx, sim.CoreDNSDeployment, metav1.GetOptions{})
+	must(t, err)
+	if d.Spec.Replicas == nil || *d.Spec.Replicas != 2 {
+		t.Errorf("coredns replicas after the reset: %v, want 2", d.Spec.Replicas)
+	}
+	if _, err := env.Client.AppsV1().DaemonSets("kube-system").Get(ctx, sim.KubeProxyDaemonSet, metav1.GetOptions{}); err != nil {
+		t.Errorf("kube-proxy after the reset: %v", err)
+	}
+}
