@@ -23,10 +23,11 @@ package controlplane
 const kubeadmAdmission = "NodeRestriction"
 
 // kubeadmAuthorization is kubeadm's default --authorization-mode
-// (manifests.go:277, getAuthzModes). The lab's own clients are in
-// system:masters (pki.go), which every authorizer lets through before
-// either mode is asked, so the Node authorizer and NodeRestriction judge
-// only a client that authenticates as a node.
+// (manifests.go:277, getAuthzModes). The lab's own clients, its kubelets
+// among them, are in system:masters (pki.go), which the apiserver lets
+// through before either mode is asked (pkg/kubeapiserver/authorizer/
+// reload.go:111); the Node authorizer and NodeRestriction judge only a
+// client that authenticates as a node (system:node:<name>).
 const kubeadmAuthorization = "Node,RBAC"
 
 // kubeadmControllers is kubeadm's --controllers (manifests.go:362): every
