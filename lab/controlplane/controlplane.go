@@ -62,11 +62,12 @@ func (c *component) wait(timeout time.Duration) error {
 // KubeconfigPath is the admin kubeconfig written on every start.
 func (cp *ControlPlane) KubeconfigPath() string { return filepath.Join(cp.cfg.DataDir, "kubeconfig") }
 
-// componentKubeconfig is what the lab's own components use (the
-// controller-manager, the scheduler and, through RestConfig, everything
-// else). It is an admin identity (system:masters): in a single-user lab the
-// RBAC split between system components would teach nothing and cost
-// start-up time.
+// componentKubeconfig is what the lab's own components use (through
+// RestConfig). It is an admin identity (system:masters), which the
+// controller-manager's and the scheduler's kubeconfigs (clientKubeconfig)
+// present as well, under a path of their own (useragent.go); the
+// controller-manager's controllers act as their ServiceAccounts, as in
+// kubeadm.
 func (cp *ControlPlane) componentKubeconfig() string { return cp.pki.path("components.kubeconfig") }
 
 // ClusterCIDR is the Pod network the controller-manager cuts podCIDRs from;
