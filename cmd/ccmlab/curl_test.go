@@ -54,8 +54,10 @@ func TestCurlFromOutside(t *testing.T) {
 	}
 	mustKubectl(t, dataDir, "create", "deployment", "web", "--image=nginx:1.29", "--port=80")
 	mustKubectl(t, dataDir, "expose", "deployment", "web", "--type=LoadBalancer", "--port=80")
-	mustKubectl(t, dataDir, "expose", "deployment", "web", "--name=inner", "--type=LoadBalancer", "--port=80")
-	mustKubectl(t, dataDir, "annotate", "svc", "inner", "service.beta.kubernetes.io/aws-load-balancer-internal=true")
+	// An internal ELB (cloud-provider-aws: the annotation set, to any
+	// value but "false"), from its creation.
+	mustKubectl(t, dataDir, "expose", "deployment", "web", "--name=inner", "--type=LoadBalancer", "--port=80",
+		`--overrides={"metadata":{"annotations":{"service.beta.kubernetes.io/aws-load-balancer-internal":"true"}}}`)
 	hostOf := func(svc string) func() (bool, string) {
 		return func() (bool, string) {
 			out, _ := kubectlIn(t, dataDir, "get", "svc", svc, "-o", "jsonpath={.status.loadBalancer.ingress[0].hostname}")

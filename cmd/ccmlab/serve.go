@@ -65,6 +65,8 @@ type serveOptions struct {
 	// classroom sets both for each lab (memory.go applies them).
 	memoryLimit  string
 	maxOpenFiles int
+	// lbAddresses: the low-port mode (lab/dataplane/lowports).
+	lbAddresses bool
 }
 
 func defaultServeOptions() *serveOptions {
@@ -96,6 +98,7 @@ func (o *serveOptions) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.restart, "restart", o.restart, "let the page restart the lab into the profile or add-ons an exercise needs (a fresh cluster in the same data dir, exercise progress kept; the old state moves to <data-dir>.previous); never with --kubeconfig")
 	fs.StringVar(&o.memoryLimit, "memory-limit", o.memoryLimit, "the lab's Go soft memory limit, as a quantity (768Mi, 2Gi; 0: none); GOMEMLIMIT in the environment wins")
 	fs.IntVar(&o.maxOpenFiles, "max-open-files", o.maxOpenFiles, "the lab's limit of open files and sockets (RLIMIT_NOFILE, soft and hard; 0: as inherited)")
+	fs.BoolVar(&o.lbAddresses, "lb-addresses", false, "give each internet-facing load balancer its own loopback address (127.0.1.x) on its real ports (80, ...) and serve DNS for their names on 127.0.2.53:53, so any client whose resolver is the lab's reaches http://<hostname>/; needs ports below 1024 (root, CAP_NET_BIND_SERVICE, a container) and Linux")
 	fs.StringVar(&o.pprof, "pprof", "", "serve Go runtime profiles (/debug/pprof/) on this loopback address (off by default)")
 	_ = fs.MarkHidden("pprof")
 }
@@ -284,6 +287,16 @@ func serveOnce(ctx context.Context, o *serveOptions, out io.Writer, logger *slog
 		fmt.Fprintf(out, "  %-20s ready after %s\n", stage, elapsed.Round(10*time.Millisecond))
 	}
 	cfg.Say = func(line string) { fmt.Fprintln(out, line) }
+	lowPorts, err := newLowPorts(o, cfg.Addr)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	// Stopped (lpCancel) and waited for when the lab stops.
+	var lowPortsDone sync.WaitGroup
+	defer lowPortsDone.Wait()
+	lpCtx, lpCancel := context.WithCancel(ctx)
+	defer lpCancel()
 	var wroteLabFile atomic.Bool
 	defer func() {
 		if wroteLabFile.Load() {
@@ -296,6 +309,16 @@ func serveOnce(ctx context.Context, o *serveOptions, out io.Writer, logger *slog
 			logger.Warn("cannot record the lab's address for ccmlab curl", "err", err)
 		} else {
 			wroteLabFile.Store(true)
+		}
+		if lowPorts != nil {
+			fmt.Fprintln(out, lowPorts.Line())
+			lowPortsDone.Add(1)
+			go func() {
+				defer lowPortsDone.Done()
+				if err := lowPorts.Run(lpCtx); err != nil {
+					logger.Error("the low-port mode stopped", "err", err)
+				}
+			}()
 		}
 		fmt.Fprintf(out, "ccmlab is ready: http://%s  kubeconfig: %s\n", ln.Addr(), kubeconfig)
 		gcReady()
