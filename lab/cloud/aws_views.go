@@ -452,7 +452,7 @@ func elbInstanceStateReason(t Target, rec *instanceRec) (code, desc string) {
 		switch rec.State {
 		case InstancePending:
 			return "Instance", "Instance is in pending state."
-		case InstanceTerminated:
+		case InstanceTerminated, InstanceShuttingDown:
 			return "Instance", "Instance is in terminated state."
 		}
 		return "Instance", "Instance is in stopped state."

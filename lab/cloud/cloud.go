@@ -23,6 +23,7 @@ type Cloud struct {
 	// and subscribers each have their own lock so that reading the log or
 	// sleeping for latency never blocks a mutation.
 	mu        sync.RWMutex
+	trans     transitions // instances' state transitions under way (instances.go)
 	net       *network
 	instances map[string]*instanceRec
 	byDNS     map[string]string // private DNS name -> instance ID
@@ -94,6 +95,7 @@ func New(cfg Config) (*Cloud, error) {
 // Close, but nothing more is persisted.
 func (c *Cloud) Close() error {
 	c.SetStepMode(false)
+	c.trans.stop()
 	if c.store == nil {
 		return nil
 	}

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/utils/clock"
 
@@ -56,7 +57,20 @@ type Config struct {
 	// Quotas are the account's service quotas (quotas.go); a zero field
 	// takes DefaultQuotas' value.
 	Quotas Quotas
+	// InstanceTransition is how long an instance holds pending, stopping
+	// and shutting-down before running, stopped and terminated. 0 (the
+	// default) reaches the end state inside the call; `ccmlab serve` sets
+	// DefaultInstanceTransition. At most MaxInstanceTransition.
+	InstanceTransition time.Duration
 }
+
+// DefaultInstanceTransition is the served lab's InstanceTransition: long
+// enough to see stopping or pending in a describe right after the call,
+// short against EC2's own (up to minutes) so that a class does not wait.
+const DefaultInstanceTransition = 3 * time.Second
+
+// MaxInstanceTransition bounds InstanceTransition.
+const MaxInstanceTransition = 5 * time.Minute
 
 const (
 	defaultRegion       = "ap-northeast-1"
@@ -175,6 +189,9 @@ func (c *Config) validate() error {
 	}
 	if !isDNSName(c.ClusterID) || strings.Contains(c.ClusterID, ".") {
 		errs = append(errs, fmt.Errorf("cluster ID %q: want lowercase letters, digits and hyphens, like %q", c.ClusterID, defaultClusterID))
+	}
+	if c.InstanceTransition < 0 || c.InstanceTransition > MaxInstanceTransition {
+		errs = append(errs, fmt.Errorf("instance transition %s: must be 0 to %s", c.InstanceTransition, MaxInstanceTransition))
 	}
 	if c.CallLogSize < 1 {
 		errs = append(errs, fmt.Errorf("call log size %d: must be positive", c.CallLogSize))

@@ -6,23 +6,30 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
+
+	"k8s.io/utils/clock"
 )
 
-// InstanceState follows the EC2 lifecycle. The lab moves instances straight
-// to running, stopped or terminated: a pending state driven by a timer would
-// race with the controllers students are watching.
+// InstanceState follows the EC2 lifecycle. Stop, start and terminate hold
+// stopping, pending and shutting-down for Config.InstanceTransition before
+// stopped, running and terminated (0: the end state inside the call).
+// RunInstance launches straight to running: the lab's own kubelets start
+// with it.
 type InstanceState string
 
 const (
-	InstancePending    InstanceState = "pending"
-	InstanceRunning    InstanceState = "running"
-	InstanceStopping   InstanceState = "stopping"
-	InstanceStopped    InstanceState = "stopped"
-	InstanceTerminated InstanceState = "terminated"
+	InstancePending      InstanceState = "pending"
+	InstanceRunning      InstanceState = "running"
+	InstanceStopping     InstanceState = "stopping"
+	InstanceStopped      InstanceState = "stopped"
+	InstanceShuttingDown InstanceState = "shutting-down"
+	InstanceTerminated   InstanceState = "terminated"
 )
 
 // Instance is a VM; the simulated kubelet turns a running one into a Node.
@@ -272,56 +279,174 @@ func (c *Cloud) DescribeInstances(ctx context.Context, in DescribeInstancesInput
 	return out, err
 }
 
-// StopInstance stops a running instance; stopping a stopped one is a no-op.
-// Its load balancer targets turn "unused" until it starts again.
+// StopInstance stops a running instance: "stopping" for
+// Config.InstanceTransition, then "stopped"; stopping a stopped or stopping
+// one is a no-op. Its load balancer targets turn "unused" at once, until
+// it runs again.
 func (c *Cloud) StopInstance(ctx context.Context, id string) (Instance, error) {
 	return c.transition(ctx, ActionStopInstances, id, func(rec *instanceRec, emit emitFunc) error {
 		switch rec.State {
-		case InstanceTerminated:
+		case InstanceTerminated, InstanceShuttingDown, InstancePending:
 			return errorf(ErrIncorrectState, "This instance '%s' is not in a state from which it can be stopped.", id)
-		case InstanceStopped:
+		case InstanceStopped, InstanceStopping:
 			return nil
 		}
-		c.setStateLocked(rec, InstanceStopped, emit)
 		c.setInstanceTargetsLocked(id, TargetUnused, reasonInvalidState, emit)
+		c.beginLocked(rec, InstanceStopping, InstanceStopped, emit)
 		return nil
 	})
 }
 
-// StartInstance starts a stopped instance; starting a running one is a
-// no-op. Its load balancer targets go back to "initial".
+// StartInstance starts a stopped instance: "pending" for
+// Config.InstanceTransition, then "running"; starting a running or pending
+// one is a no-op. Its load balancer targets go back to "initial" when it
+// runs.
 func (c *Cloud) StartInstance(ctx context.Context, id string) (Instance, error) {
 	return c.transition(ctx, ActionStartInstances, id, func(rec *instanceRec, emit emitFunc) error {
 		switch rec.State {
-		case InstanceTerminated:
+		case InstanceTerminated, InstanceShuttingDown, InstanceStopping:
 			return errorf(ErrIncorrectState, "This instance '%s' is not in a state from which it can be started.", id)
-		case InstanceRunning:
+		case InstanceRunning, InstancePending:
 			return nil
 		}
-		c.setStateLocked(rec, InstanceRunning, emit)
-		rec.LaunchTime = rec.StateTransitionTime // EC2 resets LaunchTime on start
-		c.setInstanceTargetsLocked(id, TargetInitial, reasonRegistering, emit)
+		c.beginLocked(rec, InstancePending, InstanceRunning, emit)
 		return nil
 	})
 }
 
-// TerminateInstance terminates an instance; terminating twice is a no-op.
-// Like ELB, the cloud deregisters it from every load balancer; routes to it
-// turn into blackholes (see Route.State).
+// TerminateInstance terminates an instance: "shutting-down" for
+// Config.InstanceTransition, then "terminated"; terminating twice is a
+// no-op. Like ELB, the cloud deregisters it from every load balancer at
+// once; routes to it turn into blackholes when it is terminated (see
+// Route.State).
 func (c *Cloud) TerminateInstance(ctx context.Context, id string) (Instance, error) {
 	return c.transition(ctx, ActionTerminateInstances, id, func(rec *instanceRec, emit emitFunc) error {
-		if rec.State == InstanceTerminated {
+		if rec.State == InstanceTerminated || rec.State == InstanceShuttingDown {
 			return nil
 		}
-		c.setStateLocked(rec, InstanceTerminated, emit)
 		c.dropInstanceTargetsLocked(id, emit)
+		c.beginLocked(rec, InstanceShuttingDown, InstanceTerminated, emit)
+		return nil
+	})
+}
+
+// beginLocked moves rec into the transitional state during, and to end
+// after Config.InstanceTransition (at once when that is 0), as EC2 holds
+// pending, stopping and shutting-down for a while before running, stopped
+// and terminated.
+func (c *Cloud) beginLocked(rec *instanceRec, during, end InstanceState, emit emitFunc) {
+	d := c.cfg.InstanceTransition
+	if d <= 0 {
+		c.setStateLocked(rec, end, emit)
+		c.arrivedLocked(rec, emit)
+		return
+	}
+	c.setStateLocked(rec, during, emit)
+	c.trans.after(c.clock, d, func() { c.finishTransition(rec.ID, during, end) })
+}
+
+// transitions are the timers of the state transitions under way; Close
+// stops them, and a transition saved unfinished is over when the state
+// loads (restore).
+type transitions struct {
+	mu      sync.Mutex
+	wg      sync.WaitGroup
+	stopped bool
+	stopCh  chan struct{}
+}
+
+// after runs f once d has passed on clk, unless stop comes first.
+func (t *transitions) after(clk clock.WithTicker, d time.Duration, f func()) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stopped {
+		return
+	}
+	if t.stopCh == nil {
+		t.stopCh = make(chan struct{})
+	}
+	timer, stop := clk.NewTimer(d), t.stopCh
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		select {
+		case <-timer.C():
+			f()
+		case <-stop:
+			timer.Stop()
+		}
+	}()
+}
+
+// stop ends every pending transition's timer and waits for any that is
+// finishing.
+func (t *transitions) stop() {
+	t.mu.Lock()
+	if !t.stopped {
+		t.stopped = true
+		if t.stopCh != nil {
+			close(t.stopCh)
+		}
+	}
+	t.mu.Unlock()
+	t.wg.Wait()
+}
+
+// arrivedLocked is what reaching rec's state does besides the state.
+func (c *Cloud) arrivedLocked(rec *instanceRec, emit emitFunc) {
+	switch rec.State {
+	case InstanceRunning:
+		rec.LaunchTime = rec.StateTransitionTime // EC2 resets LaunchTime on start
+		c.setInstanceTargetsLocked(rec.ID, TargetInitial, reasonRegistering, emit)
+	case InstanceTerminated:
 		for _, r := range c.routes {
-			if r.InstanceID == id {
+			if r.InstanceID == rec.ID {
 				emit(EventRoute, r.DestinationCIDR)
 			}
 		}
-		return nil
-	})
+	}
+}
+
+// finishTransition ends a transition begun by beginLocked, unless the
+// instance has moved on since (terminated while stopping, say). It is no
+// API call: nothing in the call log, as EC2's own state changes are not
+// in CloudTrail.
+func (c *Cloud) finishTransition(id string, during, end InstanceState) {
+	var events []Event
+	emit := func(kind, id string) {
+		switch kind {
+		case EventLoadBalancer:
+			c.dropView(id)
+		case EventELB:
+			c.dropAWSView(id)
+		}
+		events = append(events, Event{Kind: kind, ID: id})
+	}
+	saving, unlock := c.lockForChange(context.Background())
+	rec, ok := c.instances[id]
+	if !ok || rec.State != during {
+		unlock()
+		return
+	}
+	var undo func()
+	if saving {
+		undo = c.instanceUndoLocked(rec)
+	}
+	c.setStateLocked(rec, end, emit)
+	c.arrivedLocked(rec, emit)
+	err := c.commitLocked(saving, undo)
+	unlock()
+	if err != nil {
+		// The disk is full: the state stays transitional in memory too,
+		// and the next try comes after another transition time.
+		slog.Warn("cloud: instance state change not saved; trying again", "instance", id, "state", end, "err", err)
+		c.trans.after(c.clock, c.cfg.InstanceTransition, func() { c.finishTransition(id, during, end) })
+		return
+	}
+	c.markDirty()
+	for _, ev := range events {
+		c.publish(ev)
+	}
 }
 
 func (c *Cloud) transition(ctx context.Context, action, id string, fn func(*instanceRec, emitFunc) error) (Instance, error) {

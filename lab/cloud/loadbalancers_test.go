@@ -29,7 +29,7 @@ func TestLoadBalancerIngress(t *testing.T) {
 			c := newTestCloud(t, func(cfg *Config) { cfg.IngressMode = tt.mode })
 			lb := mustCreateLB(t, c, CreateLoadBalancerInput{Name: "a1b2c3", Tags: map[string]string{"kubernetes.io/service-name": "default/web"}})
 			tt.check(t, lb)
-			if lb.Scheme != SchemeInternetFacing || lb.TargetType != TargetTypeInstance || len(lb.Targets) != 0 || lb.Listeners[0] != (Listener{"TCP", 80, 30080}) {
+			if lb.Scheme != SchemeInternetFacing || lb.TargetType != TargetTypeInstance || len(lb.Targets) != 0 || lb.Listeners[0] != (Listener{Protocol: "TCP", Port: 80, TargetPort: 30080}) {
 				t.Errorf("unexpected LB %+v", lb)
 			}
 			if call := lastCall(t, c); call.Request != "name=a1b2c3 listeners=80->30080/TCP type=instance scheme=internet-facing tags=kubernetes.io/service-name=default/web" {

@@ -348,7 +348,15 @@ func (c *Cloud) restore(f *stateFile) error {
 			return fmt.Errorf("instance %s is in zone %q, not one of %s", inst.ID, inst.Zone, strings.Join(c.cfg.Zones, ", "))
 		}
 		switch inst.State {
-		case InstancePending, InstanceRunning, InstanceStopping, InstanceStopped, InstanceTerminated:
+		case InstancePending:
+			// Saved in the middle of a transition: no timer survives a
+			// restart, so it is over.
+			inst.State = InstanceRunning
+		case InstanceStopping:
+			inst.State = InstanceStopped
+		case InstanceShuttingDown:
+			inst.State = InstanceTerminated
+		case InstanceRunning, InstanceStopped, InstanceTerminated:
 		default:
 			return fmt.Errorf("instance %s has unknown state %q", inst.ID, inst.State)
 		}
