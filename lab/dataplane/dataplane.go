@@ -146,6 +146,7 @@ type Dataplane struct {
 
 	cloudView atomic.Pointer[cloudView]
 	rr        roundRobin
+	affinity  *affinityTable
 	traces    *traceLog
 
 	lmu       sync.Mutex
@@ -176,6 +177,7 @@ func New(cfg Config) (*Dataplane, error) {
 		vpc:       cfg.Cloud.Config().VPCCIDR,
 		overlay:   !cfg.Profile.Has(profile.Route),
 		rr:        roundRobin{next: map[string]uint64{}},
+		affinity:  newAffinityTable(cfg.Clock),
 		traces:    newTraceLog(cfg.TraceBuffer),
 		listeners: map[listenerKey]*lbListener{},
 		held:      make(chan struct{}, maxHeldConns),
@@ -331,7 +333,7 @@ func (d *Dataplane) isSynced() bool {
 func (d *Dataplane) env() *env { return d.envFor(d.cloudView.Load()) }
 
 func (d *Dataplane) envFor(cv *cloudView) *env {
-	return &env{cluster: d.view, cloud: cv, overlay: d.overlay, pick: d.rr.pick}
+	return &env{cluster: d.view, cloud: cv, overlay: d.overlay, pick: d.rr.pick, affinity: d.affinity}
 }
 
 // HealthCheckTimeScale is the factor health-check times are divided by

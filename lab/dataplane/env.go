@@ -19,6 +19,8 @@ type env struct {
 	overlay bool
 	// pick chooses one of n candidates for the round-robin counter key.
 	pick func(key string, n int) int
+	// affinity keeps kube-proxy's ClientIP session affinity (nil: none).
+	affinity *affinityTable
 	// memo, when set, caches per-Service summaries for one health round,
 	// in which every node target of a load balancer asks about the same
 	// Service.

@@ -54,6 +54,14 @@ type PodRequest struct {
 	URI    string
 	Header http.Header
 	Body   []byte
+	// Protocol is the transport: TCP (the default) or UDP. A UDP
+	// request's Body is one datagram; kube-proxy matches it against the
+	// Services' UDP ports only, as its iptables rules do (-p udp).
+	Protocol v1.Protocol
+	// Raw: the bytes the process sends are not an HTTP request (nc with
+	// a line of text); Method holds them, and the server answers as its
+	// HTTP server answers a malformed request.
+	Raw bool
 }
 
 // PodResponse is what came back, with the request's trace.
@@ -90,6 +98,9 @@ type ServeRequest struct {
 	Body     []byte
 	SourceIP string
 	Trace    string
+	// Protocol is the transport the request came by (TCP when empty):
+	// a UDP request reaches only what listens on the port for UDP.
+	Protocol v1.Protocol
 }
 
 // ServeResult is a Pod's process's answer.
@@ -127,9 +138,13 @@ func (d *Dataplane) FromPod(ctx context.Context, r PodRequest) (PodResponse, err
 	}
 	e := d.env()
 	method, uri := cmp.Or(r.Method, http.MethodGet), cmp.Or(r.URI, "/")
+	if r.Raw {
+		method, uri = r.Method, ""
+	}
+	proto := cmp.Or(r.Protocol, v1.ProtocolTCP)
 	from := e.cluster.node(r.From.Spec.NodeName)
 	src := r.From.Status.PodIP
-	tr := Trace{ID: newTraceID(), Time: d.clock.Now(), ClientIP: src, Origin: OriginPod}
+	tr := Trace{ID: newTraceID(), Time: d.clock.Now(), ClientIP: src, Origin: OriginPod, protocol: proto}
 	to := hostPort(r.IP, r.Port)
 	client := func() {
 		tr.hop(Hop{Kind: HopClient, Node: nodeName(from), Address: src}.say(why(tracetext.HopClient, "method", method, "path", uri, "to", to), i18n.Msg{}))
@@ -142,7 +157,7 @@ func (d *Dataplane) FromPod(ctx context.Context, r PodRequest) (PodResponse, err
 		got = e.deliver(&tr, nil, endpoint{IP: src, Port: r.Port, Node: r.From.Spec.NodeName, PodNS: r.From.Namespace, PodName: r.From.Name}, "127.0.0.1")
 		tr.SourceIPSeenByPod = "127.0.0.1"
 	default:
-		if svc, sp := e.cluster.serviceByClusterIP(r.IP, r.Port, v1.ProtocolTCP); svc != nil {
+		if svc, sp := e.cluster.serviceByClusterIP(r.IP, r.Port, proto); svc != nil {
 			tr.Kind = KindClusterIP
 			client()
 			got = e.routeClusterIP(&tr, from, svc, sp, r.IP)
@@ -151,7 +166,7 @@ func (d *Dataplane) FromPod(ctx context.Context, r PodRequest) (PodResponse, err
 		if node := e.nodeByIP(r.IP); node != nil {
 			tr.Kind = KindNodePort
 			client()
-			if s, _ := e.cluster.serviceByNodePort(r.Port, v1.ProtocolTCP); s == nil {
+			if s, _ := e.cluster.serviceByNodePort(r.Port, proto); s == nil {
 				tr.hop(Hop{Kind: HopNode, Node: node.Name, Address: to}.say(why(tracetext.HopArrives, "node", node.Name, "port", itoa(r.Port)), i18n.Msg{}))
 				tr.fail(statusRefused, why(tracetext.NoNodePort, "port", itoa(r.Port)))
 				break
@@ -159,7 +174,7 @@ func (d *Dataplane) FromPod(ctx context.Context, r PodRequest) (PodResponse, err
 			got = e.routeNodePort(&tr, node, r.Port, src)
 			break
 		}
-		if lb := d.lbByAddress(e, r.IP); lb != nil {
+		if lb := d.lbByAddress(e, r.IP); lb != nil && proto == v1.ProtocolTCP {
 			tr.Kind = KindLoadBalancer
 			client()
 			l, ok := findListener(lb, r.Port)
@@ -196,7 +211,15 @@ func (d *Dataplane) FromPod(ctx context.Context, r PodRequest) (PodResponse, err
 		}
 		return resp, &ConnError{Refused: tr.Status != statusDropped, Trace: tr.clone()}
 	}
-	a, err := d.answer(got.pod, got.port, &tr, method, uri, r.Header, r.Body, nil)
+	var hr *http.Request
+	if r.Raw || proto != v1.ProtocolTCP {
+		// Not HTTP/1.1: the server sees no protocol version.
+		hr = &http.Request{Method: method, Header: r.Header}
+		if hr.Header == nil {
+			hr.Header = http.Header{}
+		}
+	}
+	a, err := d.answer(got.pod, got.port, &tr, method, uri, r.Header, r.Body, hr)
 	d.traces.add(tr)
 	if err != nil {
 		return resp, &ConnError{Refused: true, Trace: tr.clone()}
@@ -216,6 +239,7 @@ func (d *Dataplane) answer(pod *v1.Pod, port int32, tr *Trace, method, uri strin
 		res, err := d.cfg.Serve(ServeRequest{
 			Pod: pod, Port: port, Method: method, URI: uri, Proto: proto, Header: h, Body: body,
 			SourceIP: cmp.Or(tr.ProxyProtocolClientIP, tr.SourceIPSeenByPod), Trace: tr.ID,
+			Protocol: cmp.Or(tr.protocol, v1.ProtocolTCP),
 		})
 		switch {
 		case err == nil:

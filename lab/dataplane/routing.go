@@ -115,7 +115,7 @@ func (e *env) routeNodePort(tr *Trace, node *v1.Node, port int32, clientIP strin
 	nip := cmp.Or(e.nodeIP(node), node.Name)
 	tr.hop(Hop{Kind: HopNode, Node: node.Name, Address: hostPort(nip, port)}.say(
 		why(tracetext.HopArrives, "node", node.Name, "port", itoa(port)), i18n.Msg{}))
-	svc, sp := e.cluster.serviceByNodePort(port, v1.ProtocolTCP)
+	svc, sp := e.cluster.serviceByNodePort(port, cmp.Or(tr.protocol, v1.ProtocolTCP))
 	if svc == nil {
 		tr.fail(statusRefused, why(tracetext.NoNodePort, "port", strconv.Itoa(int(port))))
 		return reached{}
@@ -139,7 +139,7 @@ func (e *env) routeNodePort(tr *Trace, node *v1.Node, port int32, clientIP strin
 		}
 		return reached{}
 	}
-	ep := cands[e.pick(rrKey(svc, sp, local, node.Name), len(cands))]
+	ep := cands[e.affinity.choose(svc, sp, clientIP, cands, func() int { return e.pick(rrKey(svc, sp, local, node.Name), len(cands)) })]
 	src := clientIP
 	nat := why(tracetext.HopDNATKept, "from", hostPort(nip, port), "to", ep.addr(), "client", clientIP)
 	if !local {
@@ -178,7 +178,7 @@ func (e *env) routeClusterIP(tr *Trace, from *v1.Node, svc *v1.Service, sp *v1.S
 		}
 		return reached{}
 	}
-	ep := cands[e.pick(rrKey(svc, sp, local, fromName), len(cands))]
+	ep := cands[e.affinity.choose(svc, sp, tr.ClientIP, cands, func() int { return e.pick(rrKey(svc, sp, local, fromName), len(cands)) })]
 	tr.hop(Hop{Kind: HopDNAT, Node: fromName, Address: ep.addr()}.say(
 		why(tracetext.HopClusterIPDNAT, "addr", hostPort(ip, sp.Port), "service", tr.Service, "policy", policy, "to", ep.addr(), "client", tr.ClientIP), i18n.Msg{}))
 	return e.deliver(tr, from, ep, tr.ClientIP)

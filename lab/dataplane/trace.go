@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
+
 	"github.com/ccmlab/ccmlab/internal/i18n"
 	"github.com/ccmlab/ccmlab/internal/pubsub"
 	"github.com/ccmlab/ccmlab/lab/dataplane/tracetext"
@@ -114,6 +116,9 @@ type Trace struct {
 	Error     string    `json:"error,omitempty"`
 	ErrorKey  string    `json:"errorKey,omitempty"`
 	ErrorArgs i18n.Args `json:"errorArgs,omitempty"`
+	// protocol is the transport kube-proxy matches rules by (TCP when
+	// empty); only a Pod's own requests are ever UDP.
+	protocol v1.Protocol
 }
 
 func (t *Trace) hop(h Hop) { t.Hops = append(t.Hops, h) }

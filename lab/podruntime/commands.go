@@ -2,6 +2,7 @@ package podruntime
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -51,6 +52,8 @@ func init() {
 		"[":                    cmdTest,
 		"ip":                   cmdIP,
 		"nc":                   cmdNc,
+		"seq":                  cmdSeq,
+		"getent":               cmdGetent,
 		"curl":                 cmdCurl,
 		"wget":                 cmdWget,
 		"nslookup":             cmdNslookup,
@@ -630,4 +633,97 @@ func cmdCurlEntrypoint(ctx context.Context, p *proc, args []string) int {
 		rest = append([]string{"curl"}, rest...)
 	}
 	return p.runCommand(ctx, rest, false)
+}
+
+// cmdSeq is seq [FIRST [INCREMENT]] LAST, integers only, one a line; a
+// run is bounded by the container's output limit like any other command.
+func cmdSeq(_ context.Context, p *proc, args []string) int {
+	nums := make([]int, 0, 3)
+	for _, a := range args[1:] {
+		n, err := strconv.Atoi(a)
+		if err != nil {
+			p.errorf("seq: invalid number '%s'\n", a)
+			return 1
+		}
+		nums = append(nums, n)
+	}
+	first, incr, last := 1, 1, 0
+	switch len(nums) {
+	case 1:
+		last = nums[0]
+	case 2:
+		first, last = nums[0], nums[1]
+	case 3:
+		first, incr, last = nums[0], nums[1], nums[2]
+	default:
+		p.errorf("Usage: seq [-w] [-s SEP] [FIRST [INC]] LAST\n")
+		return 1
+	}
+	if incr == 0 {
+		p.errorf("seq: invalid increment '0'\n")
+		return 1
+	}
+	var b strings.Builder
+	for i := first; (incr > 0 && i <= last) || (incr < 0 && i >= last); i += incr {
+		b.WriteString(strconv.Itoa(i))
+		b.WriteByte('\n')
+		if b.Len() > 1<<16 {
+			if _, err := io.WriteString(p.stdout, b.String()); err != nil {
+				return 1
+			}
+			b.Reset()
+		}
+	}
+	if _, err := io.WriteString(p.stdout, b.String()); err != nil {
+		return 1
+	}
+	return 0
+}
+
+// cmdGetent is getent hosts NAME...: the C library's lookup, /etc/hosts
+// first (the kubelet writes the Pod's own names there), then DNS through
+// the Pod's resolv.conf. Exit 2 when a name is not found, as getent's.
+func cmdGetent(_ context.Context, p *proc, args []string) int {
+	if len(args) < 3 || args[1] != "hosts" {
+		if len(args) >= 2 && args[1] != "hosts" {
+			p.errorf("Unknown database: %s\n", args[1])
+			return 1
+		}
+		p.errorf("Usage: getent hosts NAME...\n")
+		return 1
+	}
+	code := 0
+	hosts, _ := p.box.fs.read("/etc/hosts")
+	for _, name := range args[2:] {
+		if line := hostsEntry(hosts, name); line != "" {
+			fmt.Fprintln(p.stdout, line)
+			continue
+		}
+		ip, canonical, err := p.resolve(name)
+		if err != nil {
+			code = 2
+			continue
+		}
+		fmt.Fprintf(p.stdout, "%-15s %s\n", ip, cmp.Or(canonical, name))
+	}
+	return code
+}
+
+// hostsEntry is the /etc/hosts line that names name, as getent prints it.
+func hostsEntry(hosts, name string) string {
+	for _, line := range strings.Split(hosts, "\n") {
+		if i := strings.IndexByte(line, '#'); i >= 0 {
+			line = line[:i]
+		}
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		for _, n := range f[1:] {
+			if strings.EqualFold(n, name) {
+				return fmt.Sprintf("%-15s %s", f[0], strings.Join(f[1:], " "))
+			}
+		}
+	}
+	return ""
 }

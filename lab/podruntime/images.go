@@ -39,7 +39,7 @@ type image struct {
 // busyboxApplets is the part of busybox's applets the lab implements.
 var busyboxApplets = []string{
 	"sh", "echo", "printf", "cat", "env", "printenv", "hostname", "sleep", "true", "false",
-	"wget", "nslookup", "ip", "nc", "ls", "date", "uname", "id", "whoami", "grep", "head", "tail", "wc", "pwd", "test", "[",
+	"wget", "nslookup", "ip", "nc", "ls", "date", "uname", "id", "whoami", "grep", "head", "tail", "wc", "pwd", "test", "[", "seq",
 }
 
 // debianBins is what the lab implements of nginx's Debian image.
@@ -90,7 +90,7 @@ var catalogue = []struct {
 	}},
 	{func(r string) bool { return r == "e2e-test-images/agnhost" || strings.HasSuffix(r, "/agnhost") }, image{
 		name: "agnhost", entrypoint: []string{"/agnhost"}, cmd: []string{"pause"},
-		shell: "ash", bins: merge(binsIn("/bin", busyboxApplets...), binsIn("/usr/bin", "curl", "dig", "host", "bash"), binsIn("/", "agnhost")),
+		shell: "ash", bins: merge(binsIn("/bin", busyboxApplets...), binsIn("/usr/bin", "curl", "dig", "host", "bash", "getent"), binsIn("/", "agnhost")),
 		prompt: "/ # ",
 	}},
 	// kube-system's add-ons (system.go): coredns/coredns (ENTRYPOINT

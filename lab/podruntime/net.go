@@ -1,6 +1,8 @@
 package podruntime
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	v1 "k8s.io/api/core/v1"
 
 	"github.com/ccmlab/ccmlab/lab/dataplane"
 )
@@ -979,21 +983,36 @@ func ifIndex(name string) int {
 	return 5 + n
 }
 
-// cmdNc is nc -z HOST PORT (with -v and -w SECONDS): whether a TCP
-// connection would be accepted. The lab's connections carry HTTP only,
-// so nc without -z refuses to run.
+// cmdNc is netcat as agnhost's and busybox's images have it: nc [-v]
+// [-t|-u] [-z] [-n] [-w SECONDS] HOST PORT. It sends its standard input
+// and prints what comes back. The lab's connections carry requests, not
+// byte streams, so over TCP the input goes as one request: an HTTP
+// request if it parses as one, else the line as it is, which an HTTP
+// server answers with a 400 (as every server of the lab's images is an
+// HTTP server); over UDP it goes as one datagram and the reply, if any,
+// is printed. -z only connects.
 func cmdNc(ctx context.Context, p *proc, args []string) int {
-	zero, verbose := false, false
+	zero, verbose, udp := false, false, false
 	timeout := connectTimeout
 	var rest []string
 	for i := 1; i < len(args); i++ {
 		a := args[i]
 		switch {
 		case a == "-w" && i+1 < len(args):
-			if d, ok := parseDuration(args[i+1]); ok {
-				timeout = d
+			d, ok := parseDuration(args[i+1])
+			if !ok {
+				p.errorf("nc: invalid number '%s'\n", args[i+1])
+				return 1
 			}
+			timeout = d
 			i++
+		case strings.HasPrefix(a, "-w") && len(a) > 2:
+			d, ok := parseDuration(a[2:])
+			if !ok {
+				p.errorf("nc: invalid number '%s'\n", a[2:])
+				return 1
+			}
+			timeout = d
 		case strings.HasPrefix(a, "-") && len(a) > 1:
 			for _, c := range a[1:] {
 				switch c {
@@ -1001,42 +1020,111 @@ func cmdNc(ctx context.Context, p *proc, args []string) int {
 					zero = true
 				case 'v':
 					verbose = true
+				case 'u':
+					udp = true
+				case 't', 'n':
+				default:
+					p.errorf("nc: invalid option -- '%c'\nusage: nc [-v] [-t|-u] [-z] [-n] [-w SECONDS] HOST PORT\n", c)
+					return 1
 				}
 			}
 		default:
 			rest = append(rest, a)
 		}
 	}
-	if !zero || len(rest) != 2 {
-		p.errorf("nc: the lab's nc only checks whether a port accepts connections: nc -z [-v] [-w SECONDS] HOST PORT\n")
+	if len(rest) != 2 {
+		p.errorf("usage: nc [-v] [-t|-u] [-z] [-n] [-w SECONDS] HOST PORT\n")
 		return 1
 	}
 	port, err := strconv.Atoi(rest[1])
 	if err != nil || port < 1 || port > 65535 {
-		p.errorf("nc: bad port '%s'\n", rest[1])
+		p.errorf("nc: port number invalid: %s\n", rest[1])
 		return 1
 	}
 	ip, _, err := p.resolve(rest[0])
 	if err != nil {
-		p.errorf("nc: bad address '%s'\n", rest[0])
+		p.errorf("nc: getaddrinfo for host \"%s\" port %d: Name or service not known\n", rest[0], port)
 		return 1
 	}
-	h := http.Header{}
-	h.Set("Host", rest[0])
-	_, err = p.fetch(ctx, ip, int32(port), http.MethodHead, "/", h, nil, timeout)
-	if err != nil {
-		if verbose {
-			var ce *dataplane.ConnError
-			if errors.As(err, &ce) && ce.Refused {
-				p.errorf("nc: %s (%s:%d): Connection refused\n", rest[0], ip, port)
-			} else {
-				p.errorf("nc: %s (%s:%d): Operation timed out\n", rest[0], ip, port)
+	proto := "tcp"
+	if udp {
+		proto = "udp"
+	}
+	var input []byte
+	if !zero && p.stdin != nil {
+		input, _ = io.ReadAll(io.LimitReader(p.stdin, int64(p.rt.cfg.Limits.MaxBody)))
+	}
+	req := dataplane.PodRequest{From: p.box.pod, IP: ip, Port: int32(port)}
+	switch {
+	case udp:
+		req.Protocol, req.Body = v1.ProtocolUDP, input
+	case zero || len(input) == 0:
+		// A bare connection: the server sees a client that sends nothing
+		// and hangs up, which no server of the lab's images logs.
+		req.Method, req.Raw = "", true
+	default:
+		if hr, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(input))); err == nil {
+			body, _ := io.ReadAll(hr.Body)
+			req.Method, req.URI, req.Header, req.Body = hr.Method, hr.URL.RequestURI(), hr.Header, body
+			if hr.Host != "" {
+				req.Header.Set("Host", hr.Host)
 			}
+		} else {
+			line, _, _ := strings.Cut(string(input), "\n")
+			req.Method, req.Raw = strings.TrimRight(line, "\r"), true
+		}
+	}
+	if err := p.step(ctx); err != nil {
+		return 1
+	}
+	resp, err := p.rt.cfg.Network.FromPod(ctx, req)
+	var ce *dataplane.ConnError
+	switch {
+	case errors.As(err, &ce) && !ce.Refused:
+		// Dropped: nothing comes back before the timeout.
+		if serr := sleepCtx(ctx, p.rt.cfg.Clock, timeout); serr != nil {
+			return 1
+		}
+		if udp {
+			// UDP has no handshake: nc waits out -w and ends quietly.
+			if verbose {
+				p.errorf("Connection to %s %d port [udp/*] succeeded!\n", rest[0], port)
+			}
+			return 0
+		}
+		if verbose {
+			p.errorf("nc: connect to %s port %d (tcp) timed out: Operation now in progress\n", rest[0], port)
+		}
+		return 1
+	case err != nil:
+		if verbose {
+			p.errorf("nc: connect to %s port %d (%s) failed: Connection refused\n", rest[0], port, proto)
 		}
 		return 1
 	}
 	if verbose {
-		p.errorf("%s (%s:%d) open\n", rest[0], ip, port)
+		p.errorf("Connection to %s %d port [%s/*] succeeded!\n", rest[0], port, proto)
 	}
+	if zero || (!udp && req.Raw && req.Method == "") {
+		return 0
+	}
+	if udp {
+		p.stdout.Write(resp.Body)
+		return 0
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "HTTP/1.1 %d %s\r\n", resp.Status, http.StatusText(resp.Status))
+	h := resp.Header.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	h.Del(dataplane.TraceHeader)
+	if h.Get("Content-Length") == "" {
+		h.Set("Content-Length", strconv.Itoa(len(resp.Body)))
+	}
+	_ = h.Write(&b)
+	b.WriteString("\r\n")
+	b.Write(resp.Body)
+	io.WriteString(p.stdout, b.String())
 	return 0
 }

@@ -111,7 +111,7 @@ var _ kubelet.PodRuntime = (*Runtime)(nil)
 
 type podState struct {
 	procs     int
-	listeners map[int32]*listener // port -> what serves it
+	listeners map[portKey]*listener // port and transport -> what serves it
 }
 
 // New builds a Runtime.

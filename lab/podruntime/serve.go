@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"path"
@@ -27,10 +28,24 @@ import (
 // listener serves one port of a Pod.
 type listener struct {
 	serve func(ctx context.Context, req dataplane.ServeRequest) dataplane.ServeResult
+	// udp: the port is a UDP socket; a request's Body is one datagram
+	// and the result's Body the reply (none when empty).
+	udp bool
+	// raw answers bytes that are not an HTTP request (Proto empty); nil:
+	// as Go's net/http does, a 400 and the connection closed.
+	raw func(req dataplane.ServeRequest) dataplane.ServeResult
+}
+
+// portKey is a port of a Pod and its transport: TCP and UDP ports of the
+// same number are different sockets.
+type portKey struct {
+	port int32
+	udp  bool
 }
 
 // listen registers l on port of pod until the returned func is called.
 func (r *Runtime) listen(pod *v1.Pod, port int32, l *listener) (func(), error) {
+	key := portKey{port, l.udp}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ps := r.pods[pod.UID]
@@ -39,17 +54,17 @@ func (r *Runtime) listen(pod *v1.Pod, port int32, l *listener) (func(), error) {
 		r.pods[pod.UID] = ps
 	}
 	if ps.listeners == nil {
-		ps.listeners = map[int32]*listener{}
+		ps.listeners = map[portKey]*listener{}
 	}
-	if ps.listeners[port] != nil {
+	if ps.listeners[key] != nil {
 		return nil, fmt.Errorf("bind() to 0.0.0.0:%d failed (98: Address in use)", port)
 	}
-	ps.listeners[port] = l
+	ps.listeners[key] = l
 	return func() {
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		if ps.listeners[port] == l {
-			delete(ps.listeners, port)
+		if ps.listeners[key] == l {
+			delete(ps.listeners, key)
 		}
 		if ps.procs == 0 && len(ps.listeners) == 0 && r.pods[pod.UID] == ps {
 			delete(r.pods, pod.UID)
@@ -58,12 +73,26 @@ func (r *Runtime) listen(pod *v1.Pod, port int32, l *listener) (func(), error) {
 }
 
 func (r *Runtime) listenerFor(pod *v1.Pod, port int32) *listener {
+	return r.listenerOn(pod, portKey{port: port})
+}
+
+func (r *Runtime) listenerOn(pod *v1.Pod, key portKey) *listener {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if ps := r.pods[pod.UID]; ps != nil {
-		return ps.listeners[port]
+		return ps.listeners[key]
 	}
 	return nil
+}
+
+// badRequest is Go's net/http answer to a request line it cannot parse
+// (server.go: "400 Bad Request", text/plain, the connection closed); the
+// agnhost servers are Go's.
+func badRequest() dataplane.ServeResult {
+	h := http.Header{}
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("Connection", "close")
+	return dataplane.ServeResult{Status: http.StatusBadRequest, Header: h, Body: []byte("400 Bad Request")}
 }
 
 // runsKnownImages reports whether every container of pod is of an image
@@ -86,9 +115,20 @@ func (r *Runtime) Serve(req dataplane.ServeRequest) (dataplane.ServeResult, erro
 	if !runsKnownImages(req.Pod) {
 		return dataplane.ServeResult{}, dataplane.ErrNotServed
 	}
-	l := r.listenerFor(req.Pod, req.Port)
+	l := r.listenerOn(req.Pod, portKey{port: req.Port, udp: req.Protocol == v1.ProtocolUDP})
 	if l == nil {
 		return dataplane.ServeResult{}, dataplane.ErrNotListening
+	}
+	if req.Proto == "" && !l.udp {
+		if req.Method == "" {
+			// A connection that sends nothing (nc -z): accepted, and
+			// closed before any request, so no server answers or logs.
+			return dataplane.ServeResult{}, nil
+		}
+		if l.raw != nil {
+			return l.raw(req), nil
+		}
+		return badRequest(), nil
 	}
 	return l.serve(context.Background(), req), nil
 }
@@ -154,17 +194,30 @@ func cmdNginx(ctx context.Context, p *proc, args []string) int {
 	}
 	now := func() string { return p.rt.cfg.Clock.Now().UTC().Format("2006/01/02 15:04:05") }
 	var logMu sync.Mutex
-	stop, err := p.rt.listen(p.box.pod, 80, &listener{serve: func(_ context.Context, req dataplane.ServeRequest) dataplane.ServeResult {
+	logLine := func(req dataplane.ServeRequest, request string, status, n int) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		fmt.Fprintf(p.stdout, "%s - - [%s] \"%s\" %d %d \"%s\" \"%s\"\n", req.SourceIP,
+			p.rt.cfg.Clock.Now().UTC().Format("02/Jan/2006:15:04:05 -0700"), request, status, n,
+			dash(req.Header.Get("Referer")), dash(req.Header.Get("User-Agent")))
+	}
+	stop, err := p.rt.listen(p.box.pod, 80, &listener{raw: func(req dataplane.ServeRequest) dataplane.ServeResult {
+		// nginx answers a line that is no request with its 400 page and
+		// logs the line as the request.
+		h := http.Header{}
+		h.Set("Server", "nginx/"+version)
+		h.Set("Content-Type", "text/html")
+		h.Set("Connection", "close")
+		body := dataplane.NginxErrorPage("400 Bad Request", version)
+		logLine(req, strings.TrimSpace(req.Method), http.StatusBadRequest, len(body))
+		return dataplane.ServeResult{Status: http.StatusBadRequest, Header: h, Body: []byte(body)}
+	}, serve: func(_ context.Context, req dataplane.ServeRequest) dataplane.ServeResult {
 		res := nginxServe(p.box.fs, version, req.Method, req.URI)
 		n := len(res.Body)
 		if req.Method == http.MethodHead {
 			n = 0
 		}
-		logMu.Lock()
-		fmt.Fprintf(p.stdout, "%s - - [%s] \"%s %s %s\" %d %d \"%s\" \"%s\"\n", req.SourceIP,
-			p.rt.cfg.Clock.Now().UTC().Format("02/Jan/2006:15:04:05 -0700"), req.Method, req.URI, req.Proto, res.Status, n,
-			dash(req.Header.Get("Referer")), dash(req.Header.Get("User-Agent")))
-		logMu.Unlock()
+		logLine(req, req.Method+" "+req.URI+" "+req.Proto, res.Status, n)
 		return res
 	}})
 	if err != nil {
@@ -305,7 +358,15 @@ func cmdAgnhost(ctx context.Context, p *proc, args []string) int {
 		defer stop()
 		p.errorf("Started HTTP server on port %d\n", pt)
 		if u, ok := port("udp-port", 8081); ok && u > 0 {
-			p.errorf("Started UDP server on port %d\n", u)
+			stopUDP, err := p.rt.listen(p.box.pod, u, &listener{udp: true, serve: func(_ context.Context, req dataplane.ServeRequest) dataplane.ServeResult {
+				return netexecUDP(p, u, req)
+			}})
+			if err != nil {
+				p.errorf("failed to create listener for UDP address :%d: bind: address already in use\n", u)
+				return 1
+			}
+			defer stopUDP()
+			p.errorf("Started UDP server on port  %d\n", u)
 		}
 		select {
 		case <-ctx.Done():
@@ -316,6 +377,31 @@ func cmdAgnhost(ctx context.Context, p *proc, args []string) int {
 	}
 	p.errorf("Error: unknown command %q for \"app\"\nRun 'app --help' for usage.\n", args[1])
 	return 1
+}
+
+// netexecUDP is netexec's UDP server (netexec.go startUDPServer): one
+// command per datagram, the reply a datagram of its own; an unknown
+// command gets no reply.
+func netexecUDP(p *proc, port int32, req dataplane.ServeRequest) dataplane.ServeResult {
+	raw := strings.TrimSpace(string(req.Body))
+	cmd := strings.ToLower(raw)
+	reply := func(s string) dataplane.ServeResult {
+		return dataplane.ServeResult{Status: http.StatusOK, Body: []byte(s)}
+	}
+	switch {
+	case cmd == "hostname":
+		return reply(p.box.hostname)
+	case strings.HasPrefix(cmd, "envvar "):
+		name := strings.TrimSpace(strings.SplitN(raw, " ", 2)[1])
+		return reply(p.env.Get(name).String())
+	case strings.HasPrefix(cmd, "echo "):
+		return reply(strings.SplitN(cmd, " ", 2)[1])
+	case cmd == "clientip":
+		return reply(net.JoinHostPort(req.SourceIP, "40000"))
+	case cmd == "serverport":
+		return reply(strconv.Itoa(int(port)))
+	}
+	return dataplane.ServeResult{Status: http.StatusOK}
 }
 
 func textResult(status int, body string) dataplane.ServeResult {
