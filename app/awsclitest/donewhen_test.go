@@ -5,6 +5,7 @@ package awsclitest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -200,6 +202,79 @@ func TestDoneWhen(t *testing.T) {
 		}
 		if len(res.SecurityGroups) != 1 || res.SecurityGroups[0].GroupId != elbGroup {
 			t.Fatalf("found %+v, want only %s", res.SecurityGroups, elbGroup)
+		}
+	})
+
+	t.Run("a Classic ELB checking HTTP:<port>/nonexistent shows its instances OutOfService in AWS's words", func(t *testing.T) {
+		// nginx answers 404 on the path; a Classic ELB wants 200.
+		labels := map[string]string{"app": "dw-hc"}
+		one := int32(1)
+		dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "dw-hc"},
+			Spec: appsv1.DeploymentSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: v1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec: v1.PodSpec{Containers: []v1.Container{{Name: "nginx", Image: "nginx:1.29", Ports: []v1.ContainerPort{{ContainerPort: 80}}}}}}}}
+		if _, err := env.Client.AppsV1().Deployments("default").Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = env.Client.AppsV1().Deployments("default").Delete(context.Background(), "dw-hc", metav1.DeleteOptions{})
+		})
+		if _, err := services.Create(ctx, svc("dw-hc", map[string]string{
+			awsv1.ServiceAnnotationLoadBalancerHealthCheckProtocol: "HTTP",
+			awsv1.ServiceAnnotationLoadBalancerHealthCheckPath:     "/nonexistent",
+			// AWS's shortest interval; the timeout must be shorter.
+			awsv1.ServiceAnnotationLoadBalancerHCInterval:           "5",
+			awsv1.ServiceAnnotationLoadBalancerHCTimeout:            "2",
+			awsv1.ServiceAnnotationLoadBalancerHCUnhealthyThreshold: "2",
+		}), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = services.Delete(context.Background(), "dw-hc", metav1.DeleteOptions{}) })
+		host := hostname(t, "dw-hc")
+		name, _, _ := strings.Cut(host, "-")
+		s, err := services.Get(ctx, "dw-hc", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodePort := s.Spec.Ports[0].NodePort
+		var res struct {
+			LoadBalancerDescriptions []struct{ HealthCheck struct{ Target string } }
+			InstanceStates           []struct{ InstanceId, State, ReasonCode, Description string }
+		}
+		testutil.Eventually(t, 3*time.Minute, "the ELB's health check HTTP:<NodePort>/nonexistent", func() (bool, string) {
+			out := mustAWS(t, "elb", "describe-load-balancers", "--load-balancer-names", name)
+			_ = json.Unmarshal([]byte(out), &res)
+			return len(res.LoadBalancerDescriptions) == 1 && res.LoadBalancerDescriptions[0].HealthCheck.Target == fmt.Sprintf("HTTP:%d/nonexistent", nodePort), out
+		})
+		const failedChecks = "Instance has failed at least the UnhealthyThreshold number of health checks consecutively."
+		testutil.Eventually(t, 3*time.Minute, "every instance OutOfService, failed at least the UnhealthyThreshold", func() (bool, string) {
+			out := mustAWS(t, "elb", "describe-instance-health", "--load-balancer-name", name)
+			res.InstanceStates = nil
+			if err := json.Unmarshal([]byte(out), &res); err != nil || len(res.InstanceStates) < 2 {
+				return false, out
+			}
+			for _, st := range res.InstanceStates {
+				if st.State != "OutOfService" || st.ReasonCode != "Instance" || st.Description != failedChecks {
+					return false, out
+				}
+			}
+			return true, out
+		})
+		t.Logf("describe-instance-health: %+v", res.InstanceStates)
+		// The lab's own explanation is on the page (the target's reason),
+		// never in the AWS API's answer.
+		for _, lb := range lab.Cloud.AWSLoadBalancerViews() {
+			if lb.Name != name {
+				continue
+			}
+			for _, tg := range lb.Targets {
+				if !strings.Contains(tg.Reason, "answered 404") || tg.Code != "Target.ResponseCodeMismatch" {
+					t.Errorf("target %s: reason %q code %q, want nginx's 404 and Target.ResponseCodeMismatch", tg.ID, tg.Reason, tg.Code)
+				}
+			}
+		}
+		if out := mustAWS(t, "elb", "describe-instance-health", "--load-balancer-name", name); strings.Contains(out, "404") {
+			t.Errorf("the AWS API tells the lab's explanation:\n%s", out)
 		}
 	})
 }
