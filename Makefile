@@ -166,7 +166,7 @@ bench: build kwok ## Run the benchmarks and print the budgets table (about 55 mi
 	$(GO) test -run '^$$' -bench 'APICalls' -benchtime 1s ./lab/cloud | tee -a $(BENCH_OUT)
 	$(GO) test -run '^$$' -bench 'Heartbeat' -benchtime 5x -timeout 30m ./lab/kubelet | tee -a $(BENCH_OUT)
 	CCMLAB_KWOK=$(BENCH_DIR)/kwok CCMLAB_KWOK_STAGES=$(BENCH_DIR)/kwok-stages.yaml \
-		$(GO) test -run '^$$' -bench 'ColdStart|Idle|NodeCost|ReplayStart' -benchtime 1x -timeout 30m ./cmd/ccmlab | tee -a $(BENCH_OUT)
+		$(GO) test -run '^$$' -bench 'ColdStart|Idle|NodeCost|ReplayStart|PodCommands' -benchtime 1x -timeout 30m ./cmd/ccmlab | tee -a $(BENCH_OUT)
 	$(GO) test -run '^$$' -bench 'Converge' -benchtime 1x -timeout 30m ./controllers | tee -a $(BENCH_OUT)
 	@# Three runs of each scale run (the table takes the median), each with
 	@# KWOK's baseline, at upstream's Lease timing: about 25 minutes.

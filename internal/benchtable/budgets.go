@@ -22,6 +22,8 @@ var Budgets = []Budget{
 	{Name: "apply -> EXTERNAL-IP p99, cloud-provider-aws (ms)", Bench: "BenchmarkUpstreamServiceExternalIP", Unit: "p99-ms"},
 	{Name: "node registered -> initialized p50, cloud-provider-aws (ms)", Bench: "BenchmarkUpstreamNodeInit", Unit: "p50-ms", Max: 300},
 	{Name: "node registered -> initialized p99, cloud-provider-aws (ms)", Bench: "BenchmarkUpstreamNodeInit", Unit: "p99-ms"},
+	{Name: "kubectl exec deploy/web -- curl -s http://web, p50 (ms)", Bench: "BenchmarkPodCommands", Unit: "exec-curl-p50-ms", Max: 300, Baseline: "kubectl-baseline-p50-ms"},
+	{Name: "kubectl run --rm -i ... -- curl, to its output, p50 (s)", Bench: "BenchmarkPodCommands", Unit: "run-curl-p50-s", Max: 3},
 	{Name: "CPU per node / KWOK's per node", Bench: "BenchmarkNodeCost", Unit: "lab/kwok", Max: 1.0, Baseline: "kwok-cpu-ms/s/node", Figure: "lab-cpu-ms/s/node"},
 	// The scale runs: the median of `make bench`'s runs (-count), each
 	// with KWOK's nodes per second on the same apiserver and Lease timing
