@@ -88,7 +88,10 @@ func TestClusterLooksReal(t *testing.T) {
 	}
 	var ccmPod string
 	t.Run("kube-system Pods", func(t *testing.T) {
-		eventually(t, "five Running kube-system Pods on the control-plane node", func() (bool, string) {
+		// The control plane and the CCM run on the control-plane node;
+		// kubeadm's add-ons beside them: kube-proxy on every node (3),
+		// CoreDNS's two replicas wherever the scheduler put them.
+		eventually(t, "the control plane and the CCM Running on the control-plane node, CoreDNS and kube-proxy Running", func() (bool, string) {
 			out, err := kubectlIn(t, dataDir, "-n", "kube-system", "get", "pods", "-o",
 				`jsonpath={range .items[*]}{.metadata.name} {.status.phase} {.spec.nodeName}{"\n"}{end}`)
 			if err != nil {
@@ -96,9 +99,20 @@ func TestClusterLooksReal(t *testing.T) {
 			}
 			var names []string
 			node := ""
+			addons := map[string]int{}
 			for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 				f := strings.Fields(line)
-				if len(f) != 3 || f[1] != "Running" || (node != "" && f[2] != node) {
+				if len(f) != 3 || f[1] != "Running" {
+					return false, out
+				}
+				if a, _, ok := strings.Cut(f[0], "-"); ok && (a == "coredns" || strings.HasPrefix(f[0], "kube-proxy-")) {
+					if a == "kube" {
+						a = "kube-proxy"
+					}
+					addons[a]++
+					continue
+				}
+				if node != "" && f[2] != node {
 					return false, out
 				}
 				node = f[2]
@@ -112,7 +126,7 @@ func TestClusterLooksReal(t *testing.T) {
 			}
 			slices.Sort(names)
 			want := []string{ccmDS, "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
-			return slices.Equal(names, want), out
+			return slices.Equal(names, want) && addons["coredns"] == 2 && addons["kube-proxy"] == 3, out
 		})
 		out := mustKubectl(t, dataDir, "get", "nodes", "-l", "node-role.kubernetes.io/control-plane", "-o",
 			`jsonpath={range .items[*]}{.spec.taints}{.metadata.labels}{end}`)
