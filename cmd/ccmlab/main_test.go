@@ -168,6 +168,10 @@ func TestRestartKeepsObjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ws.CloseNow()
+	// The first message is the whole snapshot, kube-system's add-on Pods
+	// included: past coder/websocket's default 32 KiB read limit, as a
+	// browser (which has none) reads it.
+	ws.SetReadLimit(4 << 20)
 	var first struct {
 		Type string `json:"type"`
 		Data struct {
