@@ -166,27 +166,32 @@ func (s *Sim) ensureCCMObjects(ctx context.Context) error {
 	t.ServiceWorkers, t.NodeWorkers = cmp.Or(t.ServiceWorkers, 4), cmp.Or(t.NodeWorkers, 8)
 	sa, role, binding, authReader, ds := ccmObjects(s.cfg.Profile, s.cfg.ClusterCIDR, t, on)
 	c, ns := s.Client, metav1.NamespaceSystem
+	// An administrator installs the CCM from cloud-provider-aws's
+	// manifests with kubectl apply, so its objects' field manager is
+	// kubectl's (k8s.io/kubectl pkg/cmd/apply/apply.go:1093), not the
+	// lab's binary.
+	ccmCreate := metav1.CreateOptions{FieldManager: "kubectl-client-side-apply"}
 	create := []struct {
 		what string
 		do   func() error
 	}{
 		{"serviceaccount", func() error {
-			_, err := c.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{})
+			_, err := c.CoreV1().ServiceAccounts(ns).Create(ctx, sa, ccmCreate)
 			return err
 		}},
 		{"clusterrole", func() error {
-			_, err := c.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{})
+			_, err := c.RbacV1().ClusterRoles().Create(ctx, role, ccmCreate)
 			return err
 		}},
 		{"clusterrolebinding", func() error {
-			_, err := c.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{})
+			_, err := c.RbacV1().ClusterRoleBindings().Create(ctx, binding, ccmCreate)
 			return err
 		}},
 		{"rolebinding", func() error {
-			_, err := c.RbacV1().RoleBindings(ns).Create(ctx, authReader, metav1.CreateOptions{})
+			_, err := c.RbacV1().RoleBindings(ns).Create(ctx, authReader, ccmCreate)
 			return err
 		}},
-		{"daemonset", func() error { _, err := c.AppsV1().DaemonSets(ns).Create(ctx, ds, metav1.CreateOptions{}); return err }},
+		{"daemonset", func() error { _, err := c.AppsV1().DaemonSets(ns).Create(ctx, ds, ccmCreate); return err }},
 	}
 	for _, o := range create {
 		if err := o.do(); err != nil && !apierrors.IsAlreadyExists(err) {
