@@ -145,7 +145,8 @@ func (s *apiServer) close() {
 // DialNode connects to the kubelet API of the node at addr ("host:port",
 // host a node name, or one of its addresses or its instance's), as a
 // cluster network would. A node whose kubelet does not run cannot be
-// reached, like a stopped VM.
+// reached, like a stopped VM. Any other address is tried as a Pod's
+// (DialPod), so the control plane's cluster network reaches both.
 func (m *Manager) DialNode(ctx context.Context, addr string) (net.Conn, error) {
 	if m.api == nil {
 		return nil, errors.New("the kubelet API is not running")
@@ -156,7 +157,8 @@ func (m *Manager) DialNode(ctx context.Context, addr string) (net.Conn, error) {
 	}
 	k := m.kubeletForAddress(host)
 	if k == nil {
-		return nil, notInLab{fmt.Errorf("dial %s: no route to host", addr)}
+		// Not a node's address: a Pod's IP (podconn.go).
+		return m.DialPod(ctx, addr)
 	}
 	if port != strconv.Itoa(kubeletPort) {
 		return nil, fmt.Errorf("dial %s: connection refused (only the kubelet port %d is served)", addr, kubeletPort)

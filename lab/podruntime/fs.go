@@ -20,6 +20,30 @@ type memFS struct {
 	maxFile  int
 	maxTotal int
 	total    int
+	// mounts are the Pod's volumes this container mounts, by mount
+	// path: each is a memFS of its own (the Pod's, shared by every
+	// container that mounts it), its files keyed from "/".
+	mounts map[string]*memFS
+}
+
+// at is the file system that holds p and p's path in it: a path under a
+// mount is the volume's.
+func (fs *memFS) at(p string) (*memFS, string) {
+	for mp, v := range fs.mounts {
+		if p == mp {
+			return v, "/"
+		}
+		if rest, ok := strings.CutPrefix(p, mp+"/"); ok {
+			return v, "/" + rest
+		}
+	}
+	return fs, p
+}
+
+// newVolume is an emptyDir: every file in it may be written, within the
+// Pod's bounds.
+func newVolume(maxFile, maxTotal int) *memFS {
+	return newMemFS(map[string]string{}, []string{""}, maxFile, maxTotal)
 }
 
 // The texts are the C library's strerror wording, capitalised as the
@@ -28,6 +52,7 @@ var (
 	errNotExist = errors.New("No such file or directory") //lint:ignore ST1005 strerror's text
 	errReadOnly = errors.New("Read-only file system")     //lint:ignore ST1005 strerror's text
 	errTooBig   = errors.New("No space left on device")   //lint:ignore ST1005 strerror's text
+	errIsDir    = errors.New("Is a directory")            //lint:ignore ST1005 strerror's text
 )
 
 func newMemFS(files map[string]string, writable []string, maxFile, maxTotal int) *memFS {
@@ -43,6 +68,9 @@ func (fs *memFS) read(p string) (string, error) {
 	if p == "/dev/null" {
 		return "", nil
 	}
+	if v, vp := fs.at(p); v != fs {
+		return v.read(vp)
+	}
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	s, ok := fs.files[p]
@@ -54,6 +82,9 @@ func (fs *memFS) read(p string) (string, error) {
 
 func (fs *memFS) isDir(p string) bool {
 	p = path.Clean(p)
+	if v, vp := fs.at(p); v != fs {
+		return v.isDir(vp)
+	}
 	if p == "/" {
 		return true
 	}
@@ -70,6 +101,9 @@ func (fs *memFS) isDir(p string) bool {
 // list is what ls shows of a directory: its entries' base names.
 func (fs *memFS) list(p string) ([]string, bool) {
 	p = path.Clean(p)
+	if v, vp := fs.at(p); v != fs {
+		return v.list(vp)
+	}
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if _, ok := fs.files[p]; ok {
@@ -85,6 +119,12 @@ func (fs *memFS) list(p string) ([]string, bool) {
 	}
 	for _, w := range fs.writable {
 		if rest, ok := strings.CutPrefix(w, prefix); ok {
+			name, _, _ := strings.Cut(rest, "/")
+			seen[name] = true
+		}
+	}
+	for mp := range fs.mounts {
+		if rest, ok := strings.CutPrefix(mp, prefix); ok {
 			name, _, _ := strings.Cut(rest, "/")
 			seen[name] = true
 		}
@@ -117,6 +157,12 @@ func (fs *memFS) writer(p string, appendTo bool) (io.Writer, error) {
 	}
 	if p == "/dev/stdout" || p == "/dev/stderr" {
 		return nil, errNotExist // the shell maps these itself
+	}
+	if v, vp := fs.at(p); v != fs {
+		if vp == "/" {
+			return nil, errIsDir
+		}
+		return v.writer(vp, appendTo)
 	}
 	if !fs.canWrite(p) {
 		if _, err := fs.read(p); err != nil && !fs.isDir(path.Dir(p)) {

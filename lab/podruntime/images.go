@@ -19,7 +19,10 @@ import (
 // ENTRYPOINT /entrypoint.sh, CMD curl; busybox: CMD sh; alpine: CMD
 // /bin/sh; agnhost (test/images/agnhost/Dockerfile in
 // k8s.io/kubernetes v1.37.2): ENTRYPOINT /agnhost, CMD pause; pause:
-// ENTRYPOINT /pause.
+// ENTRYPOINT /pause; glibc-dns-testing (formerly jessie-dnsutils,
+// test/images/glibc-dns-testing in k8s.io/kubernetes v1.37.2): Debian
+// bookworm-slim with dnsutils (dig, host, nslookup) and /coredns, no
+// ENTRYPOINT, the base's CMD bash.
 
 type image struct {
 	name       string
@@ -92,6 +95,15 @@ var catalogue = []struct {
 		name: "agnhost", entrypoint: []string{"/agnhost"}, cmd: []string{"pause"},
 		shell: "ash", bins: merge(binsIn("/bin", busyboxApplets...), binsIn("/usr/bin", "curl", "dig", "host", "bash", "getent"), binsIn("/", "agnhost")),
 		prompt: "/ # ",
+	}},
+	// Upstream's e2e DNS tests run their glibc queriers in it
+	// (test/e2e/network/dns.go, imageutils.GlibcDnsTesting).
+	{func(r string) bool {
+		return strings.HasSuffix(r, "/glibc-dns-testing") || strings.HasSuffix(r, "/jessie-dnsutils")
+	}, image{
+		name: "glibc-dns-testing", cmd: []string{"bash"}, shell: "dash",
+		bins:   merge(binsIn("/bin", debianBins...), binsIn("/usr/bin", "dig", "host", "nslookup", "getent", "seq")),
+		prompt: "# ",
 	}},
 	// kube-system's add-ons (system.go): coredns/coredns (ENTRYPOINT
 	// /coredns), kube-proxy (kubeadm's DaemonSet gives the command

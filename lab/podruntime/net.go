@@ -782,6 +782,11 @@ func cmdNslookup(_ context.Context, p *proc, args []string) int {
 // cmdDig is bind's dig: NAME [+short] [+search] [@server] [TYPE] [-x ADDR].
 func cmdDig(_ context.Context, p *proc, args []string) int {
 	short, search := false, false
+	// +noall turns every part of dig's output off; +answer (and the
+	// others) turn one back on. Only the answer section is kept apart
+	// here: upstream's e2e DNS probes read `+noall +answer` and test for
+	// an empty output.
+	all, answer := true, true
 	name, tname := "", "A"
 	qtype := dataplane.TypeA
 	for i := 1; i < len(args); i++ {
@@ -791,6 +796,14 @@ func cmdDig(_ context.Context, p *proc, args []string) int {
 			short = true
 		case a == "+search":
 			search = true
+		case a == "+noall":
+			all, answer = false, false
+		case a == "+all":
+			all, answer = true, true
+		case a == "+answer":
+			answer = true
+		case a == "+noanswer":
+			answer = false
 		case a == "-x" && i+1 < len(args):
 			i++
 			name, tname, qtype = dataplane.ReverseName(args[i]), "PTR", dataplane.TypePTR
@@ -833,6 +846,14 @@ func cmdDig(_ context.Context, p *proc, args []string) int {
 		for _, rr := range rrs {
 			_, data, _ := strings.Cut(rr, "\t")
 			fmt.Fprintln(p.stdout, data)
+		}
+		return 0
+	}
+	if !all {
+		if answer {
+			for _, rr := range rrs {
+				fmt.Fprintf(p.stdout, "%s\t\t30\tIN\t%s\n", fq, rr)
+			}
 		}
 		return 0
 	}

@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -112,6 +114,11 @@ var _ kubelet.PodRuntime = (*Runtime)(nil)
 type podState struct {
 	procs     int
 	listeners map[portKey]*listener // port and transport -> what serves it
+	// volumes are the Pod's emptyDirs, by volume name, shared by the
+	// containers that mount them. They live as long as the Pod's state
+	// here: while a process of the Pod runs or a port of it listens (the
+	// runtime hears of no Pod deletion, and nothing may outlive it).
+	volumes map[string]*memFS
 }
 
 // New builds a Runtime.
@@ -196,7 +203,41 @@ func (r *Runtime) newBox(pod *v1.Pod, c *v1.Container) *box {
 	b := &box{pod: pod, container: c.Name, img: img, known: known, hostname: podHostname(pod)}
 	b.env = r.containerEnv(pod, c, b.hostname)
 	b.fs = newMemFS(r.files(pod, img, b.hostname), writableDirs(img), r.cfg.Limits.MaxFile, r.cfg.Limits.MaxFiles)
+	b.fs.mounts = r.mounts(pod, c)
 	return b
+}
+
+// mounts are the emptyDir volumes container c mounts, by mount path. A
+// volume is bounded as one container's written files are (MaxFile,
+// MaxFiles); other volume kinds are not mounted.
+func (r *Runtime) mounts(pod *v1.Pod, c *v1.Container) map[string]*memFS {
+	var out map[string]*memFS
+	for _, m := range c.VolumeMounts {
+		i := slices.IndexFunc(pod.Spec.Volumes, func(v v1.Volume) bool { return v.Name == m.Name })
+		if i < 0 || pod.Spec.Volumes[i].EmptyDir == nil || !strings.HasPrefix(m.MountPath, "/") || m.SubPath != "" {
+			continue
+		}
+		r.mu.Lock()
+		ps := r.pods[pod.UID]
+		if ps == nil {
+			ps = &podState{}
+			r.pods[pod.UID] = ps
+		}
+		if ps.volumes == nil {
+			ps.volumes = map[string]*memFS{}
+		}
+		v := ps.volumes[m.Name]
+		if v == nil {
+			v = newVolume(r.cfg.Limits.MaxFile, r.cfg.Limits.MaxFiles)
+			ps.volumes[m.Name] = v
+		}
+		r.mu.Unlock()
+		if out == nil {
+			out = map[string]*memFS{}
+		}
+		out[path.Clean(m.MountPath)] = v
+	}
+	return out
 }
 
 // podHostname is the Pod's hostname: spec.hostname, else its name (cut to

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
+	"mime"
 	"net"
 	"net/http"
 	"net/url"
@@ -137,6 +139,58 @@ func (r *Runtime) Serve(req dataplane.ServeRequest) (dataplane.ServeResult, erro
 // from stream go to what listens on port in the Pod, from 127.0.0.1 (the
 // kubelet connects inside the Pod's network namespace).
 func (r *Runtime) PortForward(ctx context.Context, pod *v1.Pod, port int32, stream io.ReadWriteCloser) error {
+	return r.serveConn(ctx, pod, port, "127.0.0.1", stream)
+}
+
+// connIdle bounds how long a connection to a Pod (ConnectPod) waits for
+// its next request before the Pod's side closes it.
+const connIdle = 90 * time.Second
+
+// ConnectPod opens a TCP connection to port of pod from source, as the
+// apiserver's pods and services proxy reach a Pod's IP (the kubelet's
+// DialPod): only a port something in the Pod listens on accepts (for a
+// Pod of images the lab does not know, a port its spec declares, where
+// the data plane answers). The connection is served in process; it ends
+// when the caller closes it or stays idle for connIdle.
+func (r *Runtime) ConnectPod(pod *v1.Pod, port int32, source string) (net.Conn, error) {
+	if runsKnownImages(pod) {
+		if r.listenerFor(pod, port) == nil {
+			return nil, fmt.Errorf("dial tcp %s: connect: connection refused", net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(int(port))))
+		}
+	} else if !declaresPort(pod, port) {
+		return nil, fmt.Errorf("dial tcp %s: connect: connection refused (the lab answers for this Pod's images only on the ports its spec declares)", net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(int(port))))
+	}
+	client, server := net.Pipe()
+	go func() {
+		defer server.Close()
+		_ = r.serveConn(context.Background(), pod, port, source, idleConn{server})
+	}()
+	return client, nil
+}
+
+func declaresPort(pod *v1.Pod, port int32) bool {
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			if p.ContainerPort == port && (p.Protocol == "" || p.Protocol == v1.ProtocolTCP) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// idleConn gives each read the idle deadline, so a client that neither
+// sends nor closes does not hold the serving goroutine.
+type idleConn struct{ net.Conn }
+
+func (c idleConn) Read(b []byte) (int, error) {
+	_ = c.SetReadDeadline(time.Now().Add(connIdle))
+	return c.Conn.Read(b)
+}
+
+// serveConn answers the HTTP requests read from stream with what listens
+// on port in pod, each from source.
+func (r *Runtime) serveConn(ctx context.Context, pod *v1.Pod, port int32, source string, stream io.ReadWriteCloser) error {
 	br := bufio.NewReader(stream)
 	for ctx.Err() == nil {
 		req, err := http.ReadRequest(br)
@@ -145,7 +199,7 @@ func (r *Runtime) PortForward(ctx context.Context, pod *v1.Pod, port int32, stre
 		}
 		body, _ := io.ReadAll(io.LimitReader(req.Body, int64(r.cfg.Limits.MaxBody)))
 		_ = req.Body.Close()
-		sreq := dataplane.ServeRequest{Pod: pod, Port: port, Method: req.Method, URI: req.URL.RequestURI(), Proto: req.Proto, Header: req.Header, Body: body, SourceIP: "127.0.0.1"}
+		sreq := dataplane.ServeRequest{Pod: pod, Port: port, Method: req.Method, URI: req.URL.RequestURI(), Proto: req.Proto, Header: req.Header, Body: body, SourceIP: source}
 		var res dataplane.ServeResult
 		if !runsKnownImages(pod) {
 			res = r.cfg.Network.DefaultAnswer(sreq)
@@ -295,7 +349,8 @@ func nginxServe(fs *memFS, version, method, uri string) dataplane.ServeResult {
 }
 
 // cmdAgnhost is agnhost (test/images/agnhost in k8s.io/kubernetes
-// v1.37.2, version 2.66): pause, netexec and serve-hostname.
+// v1.37.2, version 2.66): pause, netexec, serve-hostname, test-webserver,
+// and dns-suffix, dns-server-list and etc-hosts.
 func cmdAgnhost(ctx context.Context, p *proc, args []string) int {
 	if len(args) < 2 {
 		p.errorf("Error: unknown command\n")
@@ -341,6 +396,44 @@ func cmdAgnhost(ctx context.Context, p *proc, args []string) int {
 		p.errorf("%s Serving on port %d.\n", p.rt.cfg.Clock.Now().Format("2006/01/02 15:04:05"), pt)
 		<-ctx.Done()
 		return 0
+	case "test-webserver":
+		pt, ok := port("port", 80)
+		if !ok {
+			p.errorf("Error: invalid argument for --port\n")
+			return 1
+		}
+		stop, err := p.rt.listen(p.box.pod, pt, &listener{serve: func(_ context.Context, req dataplane.ServeRequest) dataplane.ServeResult {
+			return fileServer(p.box.fs, req)
+		}})
+		if err != nil {
+			p.errorf("listen tcp :%d: bind: address already in use\n", pt)
+			return 1
+		}
+		defer stop()
+		<-ctx.Done()
+		return 0
+	case "dns-suffix", "dns-server-list":
+		// dns/common.go: the fields after the first "search" or
+		// "nameserver" line's keyword, joined by commas; a file
+		// without one panics.
+		key := map[string]string{"dns-suffix": "search", "dns-server-list": "nameserver"}[args[1]]
+		conf, err := p.box.fs.read("/etc/resolv.conf")
+		if err != nil {
+			p.errorf("panic: open /etc/resolv.conf: no such file or directory\n")
+			return 2
+		}
+		for _, line := range strings.Split(conf, "\n") {
+			if strings.HasPrefix(line, key) {
+				fmt.Fprintln(p.stdout, strings.Join(strings.Split(line, " ")[1:], ","))
+				return 0
+			}
+		}
+		p.errorf("panic: Could not find DNS search list!\n")
+		return 2
+	case "etc-hosts":
+		hosts, _ := p.box.fs.read("/etc/hosts")
+		fmt.Fprintln(p.stdout, hosts)
+		return 0
 	case "netexec":
 		pt, ok := port("http-port", 8080)
 		if !ok {
@@ -377,6 +470,47 @@ func cmdAgnhost(ctx context.Context, p *proc, args []string) int {
 	}
 	p.errorf("Error: unknown command %q for \"app\"\nRun 'app --help' for usage.\n", args[1])
 	return 1
+}
+
+// fileServer is agnhost test-webserver (test-webserver/test-webserver.go):
+// Go's http.FileServer over the container's "/", with the headers it
+// adds. A directory answers its listing as FileServer does.
+func fileServer(fs *memFS, req dataplane.ServeRequest) dataplane.ServeResult {
+	h := http.Header{}
+	h.Set("Cache-Control", "private")
+	h.Set("Access-Control-Allow-Origin", "*")
+	h.Set("Access-Control-Allow-Credentials", "true")
+	h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
+	h.Set("Access-Control-Allow-Headers", "DNT,X-Mx-ReqToken,Keep-Alive,User-Agent,X-Requested-With,Cache-Control,Content-Type")
+	u, err := url.ParseRequestURI(req.URI)
+	if err != nil {
+		return textResult(http.StatusBadRequest, "400 Bad Request")
+	}
+	name := path.Clean("/" + u.Path)
+	if body, err := fs.read(name); err == nil {
+		ct := mime.TypeByExtension(path.Ext(name))
+		if ct == "" {
+			ct = http.DetectContentType([]byte(body))
+		}
+		h.Set("Content-Type", ct)
+		return dataplane.ServeResult{Status: http.StatusOK, Header: h, Body: []byte(body)}
+	}
+	if names, ok := fs.list(name); ok && fs.isDir(name) {
+		var b strings.Builder
+		b.WriteString("<!doctype html>\n<meta name=\"viewport\" content=\"width=device-width\">\n<pre>\n")
+		for _, n := range names {
+			if fs.isDir(path.Join(name, n)) {
+				n += "/"
+			}
+			fmt.Fprintf(&b, "<a href=\"%s\">%s</a>\n", (&url.URL{Path: n}).String(), html.EscapeString(n))
+		}
+		b.WriteString("</pre>\n")
+		h.Set("Content-Type", "text/html; charset=utf-8")
+		return dataplane.ServeResult{Status: http.StatusOK, Header: h, Body: []byte(b.String())}
+	}
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	return dataplane.ServeResult{Status: http.StatusNotFound, Header: h, Body: []byte("404 page not found\n")}
 }
 
 // netexecUDP is netexec's UDP server (netexec.go startUDPServer): one
