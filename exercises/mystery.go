@@ -503,7 +503,7 @@ func (s *Service) freshUninitializedNodes(ctx context.Context, n int) error {
 		return err
 	}
 	for _, inst := range old {
-		if _, err := env.Cloud.TerminateInstance(cloud.WithCaller(ctx, ResetCaller), inst.ID); err != nil && !cloud.IsCode(err, cloud.ErrInstanceNotFound) {
+		if _, err := env.Cloud.TerminateInstance(cloud.WithImmediateTransition(cloud.WithCaller(ctx, ResetCaller)), inst.ID); err != nil && !cloud.IsCode(err, cloud.ErrInstanceNotFound) {
 			return fmt.Errorf("terminating %s: %w", inst.ID, err)
 		}
 	}

@@ -297,7 +297,7 @@ func (s *Service) freshNodes(ctx context.Context, n int) error {
 	}
 	nodes := s.cfg.Env.Client.CoreV1().Nodes()
 	for _, inst := range old {
-		if _, err := s.cfg.Env.Cloud.TerminateInstance(cloud.WithCaller(ctx, ResetCaller), inst.ID); err != nil {
+		if _, err := s.cfg.Env.Cloud.TerminateInstance(cloud.WithImmediateTransition(cloud.WithCaller(ctx, ResetCaller)), inst.ID); err != nil {
 			return fmt.Errorf("terminating %s: %w", inst.ID, err)
 		}
 		if err := nodes.Delete(ctx, inst.PrivateDNSName, metav1.DeleteOptions{}); ignoreNotFound(err) != nil {
@@ -512,7 +512,7 @@ func (s *Service) terminateLaunched(ctx context.Context) error {
 		if inst.State == cloud.InstanceTerminated || inst.LaunchedBy != cloud.CallerUser || kubelet.IsControlPlane(inst) {
 			continue
 		}
-		if _, err := s.cfg.Env.Cloud.TerminateInstance(cloud.WithCaller(ctx, ResetCaller), inst.ID); err != nil {
+		if _, err := s.cfg.Env.Cloud.TerminateInstance(cloud.WithImmediateTransition(cloud.WithCaller(ctx, ResetCaller)), inst.ID); err != nil {
 			return fmt.Errorf("terminating %s, launched during the exercise: %w", inst.ID, err)
 		}
 		names = append(names, inst.PrivateDNSName)

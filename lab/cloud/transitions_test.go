@@ -37,6 +37,10 @@ func TestInstanceTransitionsHeld(t *testing.T) {
 			{do: "start", wantErr: ErrIncorrectState, state: InstanceShuttingDown},
 			{state: InstanceTerminated},
 		}},
+		{"the lab's own reset does not wait", []step{
+			{do: "stop", state: InstanceStopping},
+			{do: "terminate now", state: InstanceTerminated},
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -61,6 +65,8 @@ func TestInstanceTransitionsHeld(t *testing.T) {
 					_, err = c.StartInstance(ctx, inst.ID)
 				case "terminate":
 					_, err = c.TerminateInstance(ctx, inst.ID)
+				case "terminate now":
+					_, err = c.TerminateInstance(WithImmediateTransition(ctx), inst.ID)
 				default:
 					// Not a moment early: the state holds until the
 					// whole transition time has passed.
