@@ -305,8 +305,11 @@ func (m *Manager) startCtr(ctx context.Context, pod *v1.Pod, key string, c *ctr,
 }
 
 // stopPodContainers stops every container of the Pod and waits up to
-// grace for them; its state goes.
+// grace for them; its state goes, the runtime's (its volumes) too.
 func (m *Manager) stopPodContainers(uid types.UID, grace time.Duration) {
+	if f, ok := m.cfg.Containers.(PodForgetter); ok {
+		defer f.ForgetPod(uid)
+	}
 	m.prt.mu.Lock()
 	p := m.prt.byID[uid]
 	delete(m.prt.byID, uid)

@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // PodConnector is a PodRuntime that also takes TCP connections to its
@@ -19,6 +20,13 @@ type PodConnector interface {
 	// ConnectPod opens a connection to port of pod from source; it
 	// refuses a port nothing in the Pod listens on.
 	ConnectPod(pod *v1.Pod, port int32, source string) (net.Conn, error)
+}
+
+// PodForgetter is a PodRuntime that keeps state for a Pod beyond its
+// processes (its emptyDir volumes); the kubelet tells it when the Pod's
+// containers are stopped for good.
+type PodForgetter interface {
+	ForgetPod(uid types.UID)
 }
 
 // DialPod connects to addr ("podIP:port") when it is the IP of a Pod

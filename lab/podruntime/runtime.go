@@ -109,16 +109,37 @@ type Runtime struct {
 	pods map[types.UID]*podState
 }
 
-var _ kubelet.PodRuntime = (*Runtime)(nil)
+var (
+	_ kubelet.PodRuntime   = (*Runtime)(nil)
+	_ kubelet.PodConnector = (*Runtime)(nil)
+	_ kubelet.PodForgetter = (*Runtime)(nil)
+)
 
 type podState struct {
 	procs     int
 	listeners map[portKey]*listener // port and transport -> what serves it
 	// volumes are the Pod's emptyDirs, by volume name, shared by the
-	// containers that mount them. They live as long as the Pod's state
-	// here: while a process of the Pod runs or a port of it listens (the
-	// runtime hears of no Pod deletion, and nothing may outlive it).
+	// containers that mount them; they outlive container restarts and
+	// go with the Pod (ForgetPod).
 	volumes map[string]*memFS
+}
+
+// idle reports whether nothing of the Pod remains; the caller holds r.mu.
+func (ps *podState) idle() bool {
+	return ps.procs == 0 && len(ps.listeners) == 0 && len(ps.volumes) == 0
+}
+
+// ForgetPod drops what the runtime keeps of a Pod whose containers the
+// kubelet stopped for good: its volumes.
+func (r *Runtime) ForgetPod(uid types.UID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if ps := r.pods[uid]; ps != nil {
+		ps.volumes = nil
+		if ps.idle() {
+			delete(r.pods, uid)
+		}
+	}
 }
 
 // New builds a Runtime.
@@ -162,7 +183,7 @@ func (r *Runtime) admit(pod *v1.Pod) (func(), error) {
 	return func() {
 		r.mu.Lock()
 		ps.procs--
-		if ps.procs == 0 && len(ps.listeners) == 0 {
+		if ps.idle() {
 			delete(r.pods, pod.UID)
 		}
 		r.mu.Unlock()

@@ -68,7 +68,7 @@ func (r *Runtime) listen(pod *v1.Pod, port int32, l *listener) (func(), error) {
 		if ps.listeners[key] == l {
 			delete(ps.listeners, key)
 		}
-		if ps.procs == 0 && len(ps.listeners) == 0 && r.pods[pod.UID] == ps {
+		if ps.idle() && r.pods[pod.UID] == ps {
 			delete(r.pods, pod.UID)
 		}
 	}, nil
