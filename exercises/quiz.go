@@ -22,6 +22,9 @@ type QuestionView struct {
 	Choice   *int         `json:"choice,omitempty"`
 	Correct  bool         `json:"correct"`
 	Attempts int          `json:"attempts"`
+	// Locked: the exercise's steps have not all passed; Question and
+	// Choices are then left out (the API refuses an answer).
+	Locked bool `json:"locked,omitempty"`
 }
 
 // ChoiceView is one choice; Why and Correct are set once revealed.
@@ -82,6 +85,9 @@ func (s *Service) Answer(ctx context.Context, id, question string, choice int, l
 	if choice < 0 || choice >= len(q.Choices) {
 		return AnswerResult{}, fmt.Errorf("%w: choice %d (question %s has choices 0 to %d)", ErrBadInput, choice, question, len(q.Choices)-1)
 	}
+	if err := s.quizOpen(ctx, ex); err != nil {
+		return AnswerResult{}, err
+	}
 	seed, err := s.seed(ctx)
 	if err != nil {
 		return AnswerResult{}, err
@@ -126,4 +132,19 @@ func choiceOrder(seed uint64, exercise, question string, n int) []int {
 	h.Write([]byte{0})
 	h.Write([]byte(question))
 	return rand.New(rand.NewPCG(seed, h.Sum64())).Perm(n)
+}
+
+// quizOpen refuses a quiz answer while a step of ex has not passed: the
+// quiz asks what the steps show, so it opens after them.
+func (s *Service) quizOpen(ctx context.Context, ex *format.Exercise) error {
+	steps, err := s.cfg.Store.Steps(ctx, ex.ID)
+	if err != nil {
+		return err
+	}
+	for _, st := range ex.Steps {
+		if !steps[st.ID].Passed() {
+			return fmt.Errorf("%w: the quiz of %s opens once its steps have passed (step %s has not)", ErrNotCurrent, ex.ID, st.ID)
+		}
+	}
+	return nil
 }

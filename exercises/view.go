@@ -216,8 +216,15 @@ func (s *Service) Get(ctx context.Context, id, lang string) (Detail, error) {
 	locked := false
 	for _, st := range ex.Steps {
 		p := steps[st.ID]
+		if locked {
+			// A locked step's body, commands and checks tell what the
+			// steps before it lead to: only its title leaves the lab.
+			d.Steps = append(d.Steps, StepView{ID: st.ID, Title: st.Title.In(i18n.Lang(lang)), Commands: []CommandView{}, Hints: []string{},
+				Passed: p.Passed(), PassedAt: p.PassedAt, Attempts: p.Attempts, Locked: true, Solution: []SolutionView{}})
+			continue
+		}
 		v := StepView{ID: st.ID, Title: st.Title.In(i18n.Lang(lang)), Body: st.Body.In(i18n.Lang(lang)), Commands: []CommandView{}, Hints: []string{},
-			HintCount: len(st.Hints), Passed: p.Passed(), PassedAt: p.PassedAt, Attempts: p.Attempts, Locked: locked, Solution: []SolutionView{}}
+			HintCount: len(st.Hints), Passed: p.Passed(), PassedAt: p.PassedAt, Attempts: p.Attempts, Solution: []SolutionView{}}
 		// The answer is to be found: hints one at a time, the solution
 		// last, and only what was asked for leaves the lab.
 		shown := hints[st.ID]
@@ -255,7 +262,14 @@ func (s *Service) Get(ctx context.Context, id, lang string) (Detail, error) {
 		}
 		d.Steps = append(d.Steps, v)
 	}
+	quizOpen := d.StepsPassed == len(ex.Steps)
 	for _, q := range ex.Quiz {
+		if a := answers[q.ID]; !quizOpen && a.Attempts == 0 {
+			// The quiz asks what the steps show; before they pass, its
+			// question and choices would be answered by reading.
+			d.Quiz = append(d.Quiz, QuestionView{ID: q.ID, Choices: []ChoiceView{}, Locked: true})
+			continue
+		}
 		d.Quiz = append(d.Quiz, questionView(q, answers[q.ID], lang, choiceOrder(seed, id, q.ID, len(q.Choices))))
 	}
 	if d.Done {

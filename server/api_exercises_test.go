@@ -84,6 +84,7 @@ func TestExerciseAPI(t *testing.T) {
 		{"answer a step that asks none", req{method: "POST", path: "/api/exercises/node-init/steps/launch/answer", body: `{"answer":"x"}`}, 400, "asks for no answer"},
 		{"answer a locked step", req{method: "POST", path: ans, body: `{"answer":"i-1"}`}, 409, "has not passed"},
 		{"hint of a locked step", req{method: "POST", path: "/api/exercises/node-init/steps/provider-id/hint"}, 409, "has not passed"},
+		{"quiz before the steps", req{method: "POST", path: "/api/exercises/node-init/quiz/who-writes-providerid", body: `{"choice":0}`}, 409, "opens once its steps have passed"},
 		{"hint of no step", req{method: "POST", path: "/api/exercises/node-init/steps/nope/hint"}, 404, "no step"},
 		{"reset with a cause", req{method: "POST", path: "/api/exercises/node-init/reset", body: `{"cause":"iam-deny"}`}, 400, "takes no cause"},
 		{"reset unknown field", req{method: "POST", path: "/api/exercises/node-init/reset", body: `{"why":1}`}, 400, "unknown field"},
@@ -108,7 +109,22 @@ func TestExerciseAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.StepsPassed != 0 || d.Steps[1].Answer == nil || d.Steps[1].Answer.Attempts != 0 {
-		t.Errorf("after refused calls: %+v", d.Steps[1])
+	typed, err := store.StepAnswers(context.Background(), "node-init")
+	if err != nil {
+		t.Fatal(err)
+	}
+	answers, err := store.Answers(context.Background(), "node-init")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.StepsPassed != 0 || len(typed) != 0 || len(answers) != 0 {
+		t.Errorf("after refused calls: %+v, typed %v, quiz %v", d.Steps[1], typed, answers)
+	}
+	// A locked step and the quiz before the steps send nothing to read.
+	if s := d.Steps[1]; !s.Locked || s.Body != "" || s.Answer != nil || len(s.Commands) != 0 {
+		t.Errorf("locked step sent: %+v", s)
+	}
+	if q := d.Quiz[0]; !q.Locked || q.Question != "" || len(q.Choices) != 0 {
+		t.Errorf("quiz before the steps sent: %+v", q)
 	}
 }

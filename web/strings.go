@@ -443,6 +443,8 @@ var pageTexts = i18n.Catalog{
 	"ex.solution":          {JA: "解答 (コマンド)", EN: "Solution"},
 	"ex.solution.show":     {JA: "解答を見る (ヒントをすべて読んでから)", EN: "Show the solution (after every hint)"},
 	"ex.auto":              {JA: "ステップ「{step}」に合格しました", EN: "Step \"{step}\" passed"},
+	"ex.step.locked":       {JA: "前のステップを終えると開きます", EN: "Complete the steps before this one to open it"},
+	"ex.quiz.locked":       {JA: "ステップをすべて終えると開きます", EN: "Complete the steps before this question to open it"},
 	"ex.quiz.chosen":       {JA: "あなたの答え", EN: "your answer"},
 	"ex.ending":            {JA: "終わりに: この演習で見たこと", EN: "Wrapping up: what you saw"},
 

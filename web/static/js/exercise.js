@@ -423,7 +423,9 @@ export function initExercises({ api, fillConsole, onChallenge }) {
     ];
     const body = [h("p", { class: "ex-body", text: s.body }), commandList(s)];
     if (s.checks && s.checks.length) body.push(h("p", { class: "hint", text: t("ex.checks.what", { list: s.checks.join(", ") }) }));
-    if (active) parts.push(...body);
+    // A locked step comes with its title only: the lab sends its body once the steps before it pass.
+    if (status === "locked") parts.push(h("p", { class: "hint ex-locked", "data-testid": "ex-step-locked-" + s.id, text: t("ex.step.locked") }));
+    else if (active) parts.push(...body);
     else {
       const det = h("details", { class: "ex-more", "data-key": key }, h("summary", { text: status === "passed" ? t("ex.commands") : s.title }), ...body);
       det.open = ex.open.has(key);
@@ -545,6 +547,10 @@ export function initExercises({ api, fillConsole, onChallenge }) {
 
   function questionItem(qv) {
     const hid = "ex-q-h-" + qv.id;
+    // A locked question comes without its text and choices until the steps pass.
+    if (qv.locked) {
+      return h("li", { class: "ex-q", "data-locked": "true", "data-testid": "ex-q-" + qv.id }, h("p", { class: "hint ex-locked", text: t("ex.quiz.locked") }));
+    }
     const res = qv.answered ? (qv.correct ? t("ex.quiz.correct") : t("ex.quiz.wrong")) : "";
     return h(
       "li",
