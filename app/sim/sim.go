@@ -156,7 +156,10 @@ func New(ctx context.Context, cfg Config) (_ *Sim, err error) {
 	if cfg.Profile.IngressIP {
 		ingress = cloud.IngressIP
 	}
-	c, err := cloud.New(cloud.Config{IngressMode: ingress, StatePath: cfg.CloudStatePath, Files: cfg.CloudFiles, Quotas: cfg.CloudQuotas})
+	// EC2 holds pending, stopping and shutting-down for a while; the served
+	// lab does too (docs/aws.md, "Instance state changes").
+	c, err := cloud.New(cloud.Config{IngressMode: ingress, StatePath: cfg.CloudStatePath, Files: cfg.CloudFiles, Quotas: cfg.CloudQuotas,
+		InstanceTransition: cloud.DefaultInstanceTransition})
 	if err != nil {
 		return nil, err
 	}
