@@ -361,18 +361,20 @@ func TestLocalClass(t *testing.T) {
 	})
 
 	t.Run("wrong answers reach the dashboard", func(t *testing.T) {
+		// review is quiz only: its quiz is open from the start (a quiz
+		// opens once its exercise's steps have passed).
 		var d exercises.Detail
-		p.json("GET", "/s/alice/api/exercises/node-init", alice, nil, &d)
+		p.json("GET", "/s/alice/api/exercises/review", alice, nil, &d)
 		if len(d.Quiz) == 0 {
-			t.Fatal("node-init has no quiz")
+			t.Fatal("review has no quiz")
 		}
 		// Every choice of one question: exactly one is right.
 		q := d.Quiz[0]
 		for i := range q.Choices {
-			p.json("POST", "/s/alice/api/exercises/node-init/quiz/"+q.ID, alice, quizAnswer{Choice: i}, nil)
+			p.json("POST", "/s/alice/api/exercises/review/quiz/"+q.ID, alice, quizAnswer{Choice: i}, nil)
 		}
 		eventually(t, 30*time.Second, "the class shows alice's wrong answers", func() (bool, string) {
-			cell := row(p.class(), "alice").Exercises["node-init"]
+			cell := row(p.class(), "alice").Exercises["review"]
 			return cell.WrongAnswers == len(q.Choices)-1, fmt.Sprintf("%+v", cell)
 		})
 		code, b := p.do("GET", "/api/class.csv", teacher, nil)

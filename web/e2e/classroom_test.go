@@ -183,15 +183,17 @@ func TestClassroomDashboard(t *testing.T) {
 			Choices []any  `json:"choices"`
 		} `json:"quiz"`
 	}
-	p.call(t, "GET", "/s/alice/api/exercises/node-init", alice, &d)
+	// review is quiz only: its quiz is open from the start (a quiz opens
+	// once its exercise's steps have passed).
+	p.call(t, "GET", "/s/alice/api/exercises/review", alice, &d)
 	if len(d.Quiz) == 0 {
-		t.Fatal("node-init has no quiz")
+		t.Fatal("review has no quiz")
 	}
 	for i := range d.Quiz[0].Choices {
-		p.postJSON(t, "/s/alice/api/exercises/node-init/quiz/"+d.Quiz[0].ID, alice, fmt.Sprintf(`{"choice":%d}`, i))
+		p.postJSON(t, "/s/alice/api/exercises/review/quiz/"+d.Quiz[0].ID, alice, fmt.Sprintf(`{"choice":%d}`, i))
 	}
 	b.waitFor(t, "alice's wrong answers on the dashboard", fmt.Sprintf("%s.dataset.wrong === '%d' && %s !== null",
-		q("cell-alice-node-init"), len(d.Quiz[0].Choices)-1, q("wrong-alice-node-init")), 10*time.Second)
+		q("cell-alice-review"), len(d.Quiz[0].Choices)-1, q("wrong-alice-review")), 10*time.Second)
 
 	// A reset for the selected student only.
 	b.click(t, "pick-alice")
