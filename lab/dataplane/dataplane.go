@@ -61,7 +61,7 @@ type Config struct {
 	// DroppedHold is how long a listener of an AWS load balancer holds a
 	// connection whose packets the network dropped (a security group, a
 	// node that is down) before it resets it: the client sees a timeout,
-	// as on AWS, unless it gives up first. Default 30s, at most 10m; at
+	// as on AWS, unless it gives up first. Default 10s, at most 10m; at
 	// most maxHeldConns are held at once.
 	DroppedHold time.Duration
 	// ListenHost is the address load balancer listeners bind to, each on a
@@ -71,7 +71,7 @@ type Config struct {
 }
 
 const (
-	defaultDroppedHold          = 30 * time.Second
+	defaultDroppedHold          = 10 * time.Second
 	maxDroppedHold              = 10 * time.Minute
 	maxHeldConns                = 64
 	defaultHealthCheckInterval  = time.Second
