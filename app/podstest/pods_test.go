@@ -129,6 +129,7 @@ func TestPodsRun(t *testing.T) {
 			t.Errorf("got %d %q, want 200 from nginx/1.29", resp.StatusCode, resp.Header.Get("Server"))
 		}
 	})
+	t.Run("pods and services proxy", testPodsProxy) // proxy_test.go
 	t.Run("unknown command", func(t *testing.T) {
 		out, code := kubectl(t, time.Minute, "exec", "deploy/web", "--", "foo")
 		if code != 126 || !strings.Contains(out, `exec: "foo": executable file not found in $PATH`) {

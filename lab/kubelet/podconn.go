@@ -44,7 +44,9 @@ func (m *Manager) DialPod(_ context.Context, addr string) (net.Conn, error) {
 		return nil, fmt.Errorf("dial %s: invalid port", addr)
 	}
 	pod := m.podByIP(host)
-	if pod == nil {
+	if pod == nil || m.kubeletForNode(pod.Spec.NodeName) == nil {
+		// No Pod has the address, or only one on a node the lab does
+		// not run (its status written by someone else).
 		return nil, notInLab{fmt.Errorf("dial %s: no route to host", addr)}
 	}
 	pc, ok := m.cfg.Containers.(PodConnector)
