@@ -406,7 +406,7 @@ func (c *Classroom) student(w http.ResponseWriter, r *http.Request) {
 		// of the lab's side (the lab drops a client that misses a pong).
 		w = httpguard.BoundHijacked(w, c.cfg.Limits.WebsocketIdle, c.cfg.Limits.WebsocketWrite)
 	}
-	c.proxy(name, addr, prefix).ServeHTTP(w, r)
+	c.proxy(name, addr, prefix, rl).ServeHTTP(w, r)
 }
 
 func (c *Classroom) known(name string) bool {
@@ -423,11 +423,17 @@ func (c *Classroom) known(name string) bool {
 // Host it answers to); the portal's guard has already checked the
 // browser's Origin against the portal's Host, so the Origin, which names
 // the portal, is not passed on for the lab to compare with its own.
-func (c *Classroom) proxy(name, addr, prefix string) *httputil.ReverseProxy {
+func (c *Classroom) proxy(name, addr, prefix string, rl role) *httputil.ReverseProxy {
 	target := &url.URL{Scheme: "http", Host: addr}
 	token := c.tokens.students[name]
 	return &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
+			// The lab leaves the instructor's controls out of a
+			// student's page by this header; only the portal sets it.
+			pr.Out.Header.Del(httpguard.RoleHeader)
+			if rl == roleStudent {
+				pr.Out.Header.Set(httpguard.RoleHeader, httpguard.RoleStudent)
+			}
 			pr.Out.URL.Path = strings.TrimPrefix(pr.In.URL.Path, prefix)
 			pr.Out.URL.RawPath = ""
 			q := pr.Out.URL.Query()

@@ -158,6 +158,10 @@ type MysteryView struct {
 	// Cause and Why: the hidden cause, revealed once it was named.
 	Cause string `json:"cause,omitempty"`
 	Why   string `json:"why,omitempty"`
+	// Plant: the page may offer the choice of the next reset's cause. The
+	// server sets it for an instructor (or a lab of one's own), never
+	// for a student behind the classroom portal.
+	Plant bool `json:"plant,omitempty"`
 }
 
 // nudges say, for a cause named wrongly, what the lab would show if it

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ccmlab/ccmlab/exercises"
 	"github.com/ccmlab/ccmlab/exercises/console"
+	"github.com/ccmlab/ccmlab/internal/httpguard"
 	"github.com/ccmlab/ccmlab/server/stream"
 )
 
@@ -47,6 +48,22 @@ func (s *Server) listExercises(c echo.Context) error {
 	return c.JSON(http.StatusOK, list)
 }
 
+// isStudent: the classroom portal forwarded the request from a student.
+func isStudent(c echo.Context) bool {
+	return c.Request().Header.Get(httpguard.RoleHeader) == httpguard.RoleStudent
+}
+
+// forRole leaves the instructor's choice of the next reset's cause out of
+// a student's page.
+func forRole(c echo.Context, d exercises.Detail) exercises.Detail {
+	if d.MysteryView != nil {
+		mv := *d.MysteryView
+		mv.Plant = !isStudent(c)
+		d.MysteryView = &mv
+	}
+	return d
+}
+
 func (s *Server) getExercise(c echo.Context) error {
 	ex, err := s.needExercises(c)
 	if err != nil {
@@ -56,7 +73,7 @@ func (s *Server) getExercise(c echo.Context) error {
 	if err != nil {
 		return exerciseError(err)
 	}
-	return c.JSON(http.StatusOK, d)
+	return c.JSON(http.StatusOK, forRole(c, d))
 }
 
 func (s *Server) checkExercise(c echo.Context) error {
@@ -83,6 +100,9 @@ func (s *Server) resetExercise(c echo.Context) error {
 	if err := decodeOptional(c, &opts); err != nil {
 		return err
 	}
+	if opts.Cause != "" && isStudent(c) {
+		return echo.NewHTTPError(http.StatusForbidden, "the cause of the next reset is the instructor's to choose; reset without one for a random cause")
+	}
 	if err := ex.ResetWith(c.Request().Context(), c.Param("id"), opts); err != nil {
 		return exerciseError(err)
 	}
@@ -91,7 +111,7 @@ func (s *Server) resetExercise(c echo.Context) error {
 	if err != nil {
 		return exerciseError(err)
 	}
-	return c.JSON(http.StatusOK, d)
+	return c.JSON(http.StatusOK, forRole(c, d))
 }
 
 // publishExercise tells the stream that an exercise's progress may have
@@ -165,7 +185,7 @@ func (s *Server) revealHint(c echo.Context) error {
 		return exerciseError(err)
 	}
 	s.publishExercise(c.Param("id"))
-	return c.JSON(http.StatusOK, d)
+	return c.JSON(http.StatusOK, forRole(c, d))
 }
 
 type consoleRequest struct {

@@ -85,6 +85,8 @@ func TestExerciseAPI(t *testing.T) {
 		{"answer a locked step", req{method: "POST", path: ans, body: `{"answer":"i-1"}`}, 409, "has not passed"},
 		{"hint of a locked step", req{method: "POST", path: "/api/exercises/node-init/steps/provider-id/hint"}, 409, "has not passed"},
 		{"quiz before the steps", req{method: "POST", path: "/api/exercises/node-init/quiz/who-writes-providerid", body: `{"choice":0}`}, 409, "opens once its steps have passed"},
+		{"a student plants a cause", req{method: "POST", path: "/api/exercises/mystery-pending/reset", body: `{"cause":"no-service-controller"}`, header: map[string]string{"X-Ccmlab-Role": "student"}}, 403, "instructor's to choose"},
+		{"the owner's mystery offers the plant", req{method: "GET", path: "/api/exercises/mystery-pending"}, 200, `"plant":true`},
 		{"hint of no step", req{method: "POST", path: "/api/exercises/node-init/steps/nope/hint"}, 404, "no step"},
 		{"reset with a cause", req{method: "POST", path: "/api/exercises/node-init/reset", body: `{"cause":"iam-deny"}`}, 400, "takes no cause"},
 		{"reset unknown field", req{method: "POST", path: "/api/exercises/node-init/reset", body: `{"why":1}`}, 400, "unknown field"},
@@ -103,6 +105,11 @@ func TestExerciseAPI(t *testing.T) {
 				}
 			}
 		})
+	}
+	// A student behind the portal is not offered the instructor's choice
+	// of the next reset's cause.
+	if code, body := l.do(req{method: "GET", path: "/api/exercises/mystery-pending", header: map[string]string{"X-Ccmlab-Role": "student"}}); code != 200 || strings.Contains(body, `"plant"`) || !strings.Contains(body, `"causes"`) {
+		t.Errorf("a student's mystery: %d %s", code, body)
 	}
 	// Nothing of the refused calls was recorded.
 	d, err := ex.Get(context.Background(), "node-init", "en")

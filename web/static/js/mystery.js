@@ -91,8 +91,9 @@ export function initMystery({ api, q, host, reload, status }) {
         h("button", { type: "button", "data-action": "mx-name", "data-testid": "mx-name", disabled: busy || st.busy || !st.pick || !d.available ? "" : null, text: t("mx.name") }),
       );
     }
-    // The instructor's choice for the next reset.
-    kids.push(
+    // The instructor's choice for the next reset: the lab offers it (d.plant) to an instructor, never to a student.
+    if (!d.plant) st.plant = "";
+    if (d.plant) kids.push(
       h(
         "label",
         { class: "hint" },
