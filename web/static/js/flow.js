@@ -210,7 +210,7 @@ function renderTrace(box, tr, st) {
   if (tr.sourceIPSeenByPod) facts.push(t("trace.source", { ip: tr.sourceIPSeenByPod, policy: tr.policy || "Cluster" }));
   box.replaceChildren(
     h("h3", { text: from ? t("trace.title.pod") : t("trace.title") }),
-    from ? h("p", { class: "trace-from mono", "data-testid": "trace-from", text: from }) : null,
+    from ? h("p", { class: "trace-origin mono", "data-testid": "trace-origin", text: from }) : null,
     h("p", { class: ok ? "ok" : "bad", "data-testid": "trace-summary", text: facts.join(" · ") }),
     h(
       "ol",
