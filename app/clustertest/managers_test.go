@@ -33,7 +33,7 @@ func TestFieldManagers(t *testing.T) {
 			var managers []string
 			for _, n := range nodes.Items {
 				for _, f := range n.ManagedFields {
-					if f.FieldsV1 != nil && strings.Contains(string(f.FieldsV1.Raw), `"f:podCIDRs"`) {
+					if f.FieldsV1 != nil && strings.Contains(f.FieldsV1.GetRawString(), `"f:podCIDRs"`) {
 						managers = append(managers, f.Manager)
 					}
 				}

@@ -88,9 +88,8 @@ type Mode struct {
 }
 
 type forward struct {
-	ln   net.Listener
-	to   string // the data plane's listener
-	done chan struct{}
+	ln net.Listener
+	to string // the data plane's listener
 }
 
 // New checks cfg; Check says whether this machine allows the mode.
