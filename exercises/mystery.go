@@ -144,8 +144,8 @@ type CauseView struct {
 type MysteryView struct {
 	Service string      `json:"service"`
 	Causes  []CauseView `json:"causes"`
-	// Named: the student has named the right cause; a wrong answer does
-	// not end the diagnosis.
+	// Named: the student has given the diagnosis; the first answer is
+	// final, right or wrong.
 	Named bool `json:"named"`
 	// Answer and Correct are the last answer and whether it was right.
 	Answer  string `json:"answer,omitempty"`
@@ -208,19 +208,20 @@ func (s *Service) Mystery(ctx context.Context, lang string) (MysteryView, error)
 	if !ok || named.Attempts == 0 {
 		return v, nil
 	}
+	// Only the first answer counts, as the exercise says: it ends the
+	// diagnosis, right or wrong, and the hidden cause is shown.
 	all := causes()
-	if named.Choice >= 0 && named.Choice < len(all) {
-		v.Answer = all[named.Choice].id
+	if named.FirstChoice >= 0 && named.FirstChoice < len(all) {
+		v.Answer = all[named.FirstChoice].id
 	}
-	v.Correct = ptr.To(named.Correct)
+	v.Correct = ptr.To(named.FirstCorrect)
 	v.Misses = named.Wrong
-	if !named.EverCorrect {
+	if !named.FirstCorrect {
 		n, ok := nudges[v.Answer]
 		if !ok {
 			n = nudgeOther
 		}
 		v.Nudge = n.In(i18n.Lang(lang))
-		return v, nil
 	}
 	v.Named = true
 	hiddenRows, err := s.cfg.Store.Answers(ctx, hiddenKey)
@@ -234,10 +235,10 @@ func (s *Service) Mystery(ctx context.Context, lang string) (MysteryView, error)
 	return v, nil
 }
 
-// NameCause records the student's diagnosis. Only the right cause ends it:
-// a wrong one is counted (Misses, and the exercise's wrong answers) and
-// answered with a nudge toward the evidence. Once the right cause is
-// named, further answers are refused.
+// NameCause records the student's diagnosis. Only the first answer
+// counts, as the exercise says: it ends the diagnosis, right or wrong (a
+// wrong one is counted and answered with a nudge toward the evidence and
+// the hidden cause), and further answers are refused until a reset.
 func (s *Service) NameCause(ctx context.Context, id, causeID, lang string) (MysteryView, error) {
 	if _, err := s.get(id); err != nil {
 		return MysteryView{}, err
@@ -269,8 +270,8 @@ func (s *Service) NameCause(ctx context.Context, id, causeID, lang string) (Myst
 	if !ok {
 		return MysteryView{}, fmt.Errorf("%w: reset %s first: no cause is hidden yet", ErrUnavailable, MysteryID)
 	}
-	if named, ok := answers[rowNamedCause]; ok && named.EverCorrect {
-		return MysteryView{}, fmt.Errorf("%w: the cause was already named (%s); reset for a new challenge", ErrBadInput, causes()[named.Choice].id)
+	if named, ok := answers[rowNamedCause]; ok && named.Attempts > 0 {
+		return MysteryView{}, fmt.Errorf("%w: only the first answer counts and it was given (%s); reset for a new challenge", ErrNotCurrent, causes()[named.FirstChoice].id)
 	}
 	if _, err := s.cfg.Store.RecordAnswer(ctx, MysteryID, rowNamedCause, i, i == hidden.Choice, s.cfg.Now()); err != nil {
 		return MysteryView{}, err
@@ -528,8 +529,8 @@ func (s *Service) freshUninitializedNodes(ctx context.Context, n int) error {
 	})
 }
 
-// CauseNamed reports whether the student has named mystery-pending's right
-// cause (a wrong answer does not count) and whether at the first try
+// CauseNamed reports whether the student has given mystery-pending's
+// diagnosis (the first answer, which is final) and whether it was right
 // (check.CauseNamer).
 func (s *Service) CauseNamed(ctx context.Context) (named, correct bool, err error) {
 	answers, err := s.cfg.Store.Answers(ctx, MysteryID)
@@ -537,7 +538,7 @@ func (s *Service) CauseNamed(ctx context.Context) (named, correct bool, err erro
 		return false, false, err
 	}
 	a, ok := answers[rowNamedCause]
-	return ok && a.EverCorrect, ok && a.FirstCorrect, nil
+	return ok && a.Attempts > 0, ok && a.FirstCorrect, nil
 }
 
 // closeNodeGroup waits until cloud-provider-aws has built shop's Classic

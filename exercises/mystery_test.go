@@ -79,3 +79,56 @@ func TestMysteryAPI(t *testing.T) {
 		t.Errorf("bad input launched instances: %v", l)
 	}
 }
+
+// TestMysteryFirstAnswerIsFinal: "only the first answer counts", as the
+// exercise says: the first cause named ends the diagnosis, right or
+// wrong, shows the hidden cause, and a later answer (even the right one)
+// is refused until a reset.
+func TestMysteryFirstAnswerIsFinal(t *testing.T) {
+	env := fakeEnv(t, "aws", fakeControllers{"node": true, "nodelifecycle": true, "route": true, "service": true})
+	s, err := New(Config{Env: env, Store: openStore(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ids := CauseIDs()
+	// Hide ids[0] as a reset would.
+	if _, err := s.cfg.Store.RecordAnswer(ctx, hiddenKey, rowHiddenCause, 0, false, s.cfg.Now()); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name        string
+		first, then string
+		correct     bool
+	}{
+		{"wrong first, then right", ids[1], ids[0], false},
+		{"right first, then wrong", ids[0], ids[1], true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := s.cfg.Store.Restart(ctx, MysteryID, s.cfg.Now()); err != nil {
+				t.Fatal(err)
+			}
+			v, err := s.NameCause(ctx, MysteryID, tc.first, "en")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !v.Named || v.Correct == nil || *v.Correct != tc.correct || v.Answer != tc.first || v.Cause != ids[0] || v.Why == "" {
+				t.Errorf("after the first answer: %+v", v)
+			}
+			if _, err := s.NameCause(ctx, MysteryID, tc.then, "en"); !errors.Is(err, ErrNotCurrent) || !strings.Contains(err.Error(), "only the first answer counts") {
+				t.Errorf("a second answer: %v, want ErrNotCurrent", err)
+			}
+			v, err = s.Mystery(ctx, "en")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if *v.Correct != tc.correct || v.Answer != tc.first {
+				t.Errorf("the second answer changed the verdict: %+v", v)
+			}
+			named, correct, err := s.CauseNamed(ctx)
+			if err != nil || !named || correct != tc.correct {
+				t.Errorf("CauseNamed = %v, %v, %v; want true, %v", named, correct, err, tc.correct)
+			}
+		})
+	}
+}

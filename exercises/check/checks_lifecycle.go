@@ -280,11 +280,12 @@ func evalCauseNamed(ctx context.Context, e *evalCtx, _ format.CheckSpec) Outcome
 	}
 	switch {
 	case !named:
-		return failf("まだ正しい原因を答えていません。", "you have not named the right cause yet.")
+		return failf("まだ原因を答えていません。", "you have not named a cause yet.")
 	case correct:
 		return passf("1 回目の答えで原因を言い当てました", "your first answer named the cause")
 	}
-	return passf("原因を言い当てました (その前に外れた答えがありました)", "you named the cause, after a wrong answer")
+	// Only the first answer counts: a wrong one ends the diagnosis too.
+	return passf("答えた原因は外れでした。本当の原因が表示されています", "the cause you named was not it: the real cause is shown")
 }
 
 // ---- ip or hostname ----

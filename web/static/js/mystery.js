@@ -1,8 +1,8 @@
 // Diagnosis challenge box (mystery-pending) in the exercise panel: the
 // Service to diagnose, the causes to choose from, "name it" (only the
-// right cause ends the diagnosis; a wrong one is counted and answered
-// with a nudge toward the evidence; the cause shows once named), and, for the
-// instructor, which cause the next reset plants. The hidden cause is never
+// first answer counts: it ends the diagnosis, right or wrong, and the
+// hidden cause shows), and, for the instructor only (d.plant), which
+// cause the next reset plants. The hidden cause is never
 // in the page before it is named: the lab does not send it.
 
 import { h, t } from "./util.js";
