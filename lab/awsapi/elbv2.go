@@ -34,6 +34,8 @@ func (h *Handler) elbv2Actions() []Action {
 		act("DeleteListener", h.v2DeleteListener),
 		act("AddTags", h.v2AddTags),
 		act("DescribeTags", h.v2DescribeTags),
+		act("DescribeListenerAttributes", h.v2DescribeListenerAttributes),
+		act("DescribeRules", h.v2DescribeRules),
 	}
 }
 
@@ -65,6 +67,10 @@ func (h *Handler) toV2LB(lb cloud.NLB) v2types.LoadBalancer {
 		State: &v2types.LoadBalancerState{Code: v2types.LoadBalancerStateEnumActive}, Type: v2types.LoadBalancerTypeEnumNetwork,
 		VpcId: aws.String(lb.VPCID), IpAddressType: v2types.IpAddressType(lb.IPAddressType), SecurityGroups: slices.Clone(lb.SecurityGroups),
 		AvailabilityZones: []v2types.AvailabilityZone{},
+		// The lab's NLBs are IPv4: AWS answers "off" for them, and the AWS
+		// Load Balancer Controller compares the value with its model's on
+		// every reconcile.
+		EnablePrefixForIpv6SourceNat: v2types.EnablePrefixForIpv6SourceNatEnumOff,
 	}
 	for i, s := range lb.Subnets {
 		out.AvailabilityZones = append(out.AvailabilityZones, v2types.AvailabilityZone{SubnetId: aws.String(s), ZoneName: aws.String(lb.Zones[i]),
@@ -283,20 +289,46 @@ func (h *Handler) v2DescribeTargetHealth(ctx context.Context, in *elbv2.Describe
 
 func toV2Listener(l cloud.NLBListener) v2types.Listener {
 	return v2types.Listener{ListenerArn: aws.String(l.ARN), LoadBalancerArn: aws.String(l.LBARN), Port: aws.Int32(l.Port), Protocol: v2types.ProtocolEnum(l.Protocol),
-		DefaultActions: []v2types.Action{{Type: v2types.ActionTypeEnumForward, TargetGroupArn: aws.String(l.TargetGroupARN)}}}
+		DefaultActions: forwardActions(l.TargetGroupARN)}
 }
 
+// forwardActions is a forward to one target group as ELBv2 describes it:
+// the target group's ARN and the same as a ForwardConfig of weight 1
+// (https://docs.aws.amazon.com/elasticloadbalancing/latest/APIReference/API_Action.html:
+// "If you specify both TargetGroupArn and ForwardConfig, you can specify
+// only one target group using ForwardConfig").
+func forwardActions(tg string) []v2types.Action {
+	return []v2types.Action{{Type: v2types.ActionTypeEnumForward, TargetGroupArn: aws.String(tg),
+		ForwardConfig: &v2types.ForwardActionConfig{
+			TargetGroups:                []v2types.TargetGroupTuple{{TargetGroupArn: aws.String(tg), Weight: aws.Int32(1)}},
+			TargetGroupStickinessConfig: &v2types.TargetGroupStickinessConfig{Enabled: aws.Bool(false)},
+		}}}
+}
+
+// forwardTo is the target group a forward action sends to: TargetGroupArn,
+// or the one target group of its ForwardConfig (the lab's listeners
+// forward to one).
 func forwardTo(as []v2types.Action) string {
 	for _, a := range as {
-		if a.Type == v2types.ActionTypeEnumForward && a.TargetGroupArn != nil {
+		if a.Type != v2types.ActionTypeEnumForward {
+			continue
+		}
+		if a.TargetGroupArn != nil {
 			return *a.TargetGroupArn
+		}
+		if a.ForwardConfig != nil && len(a.ForwardConfig.TargetGroups) > 0 {
+			return aws.ToString(a.ForwardConfig.TargetGroups[0].TargetGroupArn)
 		}
 	}
 	return ""
 }
 
 func (h *Handler) v2CreateListener(ctx context.Context, in *elbv2.CreateListenerInput) (*elbv2.CreateListenerOutput, error) {
-	l, err := h.cfg.Cloud.CreateListener(ctx, cloud.NLBListener{LBARN: aws.ToString(in.LoadBalancerArn), Protocol: string(in.Protocol), Port: aws.ToInt32(in.Port), TargetGroupARN: forwardTo(in.DefaultActions)})
+	tags, err := v2TagMap(in.Tags)
+	if err != nil {
+		return nil, err
+	}
+	l, err := h.cfg.Cloud.CreateListener(ctx, cloud.NLBListener{LBARN: aws.ToString(in.LoadBalancerArn), Protocol: string(in.Protocol), Port: aws.ToInt32(in.Port), TargetGroupARN: forwardTo(in.DefaultActions), Tags: tags})
 	if err != nil {
 		return nil, err
 	}
@@ -354,6 +386,31 @@ func (h *Handler) v2DescribeTags(ctx context.Context, in *elbv2.DescribeTagsInpu
 	out := &elbv2.DescribeTagsOutput{TagDescriptions: []v2types.TagDescription{}}
 	for _, a := range in.ResourceArns {
 		out.TagDescriptions = append(out.TagDescriptions, v2types.TagDescription{ResourceArn: aws.String(a), Tags: v2Tags(tags[a])})
+	}
+	return out, nil
+}
+
+func (h *Handler) v2DescribeListenerAttributes(ctx context.Context, in *elbv2.DescribeListenerAttributesInput) (*elbv2.DescribeListenerAttributesOutput, error) {
+	attrs, err := h.cfg.Cloud.DescribeListenerAttributes(ctx, aws.ToString(in.ListenerArn))
+	if err != nil {
+		return nil, err
+	}
+	out := &elbv2.DescribeListenerAttributesOutput{Attributes: []v2types.ListenerAttribute{}}
+	for _, k := range slices.Sorted(maps.Keys(attrs)) {
+		out.Attributes = append(out.Attributes, v2types.ListenerAttribute{Key: aws.String(k), Value: aws.String(attrs[k])})
+	}
+	return out, nil
+}
+
+func (h *Handler) v2DescribeRules(ctx context.Context, in *elbv2.DescribeRulesInput) (*elbv2.DescribeRulesOutput, error) {
+	rules, err := h.cfg.Cloud.DescribeRules(ctx, aws.ToString(in.ListenerArn), in.RuleArns)
+	if err != nil {
+		return nil, err
+	}
+	out := &elbv2.DescribeRulesOutput{Rules: []v2types.Rule{}}
+	for _, r := range rules {
+		out.Rules = append(out.Rules, v2types.Rule{RuleArn: aws.String(r.ARN), Priority: aws.String("default"), IsDefault: aws.Bool(true),
+			Conditions: []v2types.RuleCondition{}, Actions: forwardActions(r.TargetGroupARN)})
 	}
 	return out, nil
 }

@@ -38,6 +38,7 @@ const (
 	ErrRouteTableNotFound    = "InvalidRouteTableID.NotFound"
 	ErrInvalidFilter         = "InvalidParameterValue"
 	ErrListenerNotFound      = "ListenerNotFound"
+	ErrRuleNotFound          = "RuleNotFound"
 	ErrTargetGroupNotFound   = "TargetGroupNotFound"
 	ErrDuplicateListener     = "DuplicateListener"
 	ErrDuplicateTargetGroup  = "DuplicateTargetGroupName"
@@ -80,6 +81,8 @@ const (
 	ActionDescribeListeners                 = "DescribeListeners"
 	ActionModifyListener                    = "ModifyListener"
 	ActionDeleteListener                    = "DeleteListener"
+	ActionDescribeListenerAttributes        = "DescribeListenerAttributes"
+	ActionDescribeRules                     = "DescribeRules"
 	ActionDescribeTargetGroupAttributes     = "DescribeTargetGroupAttributes"
 	ActionModifyTargetGroupAttributes       = "ModifyTargetGroupAttributes"
 	ActionDescribeLoadBalancerPolicies      = "DescribeLoadBalancerPolicies"
@@ -112,6 +115,7 @@ var awsActions = []string{
 	ActionDescribeNetworkInterfaces, ActionSetLoadBalancerPoliciesOfListener,
 	ActionDescribeInstanceTopology, ActionCreateLoadBalancerPolicy, ActionSetBackendPolicies,
 	ActionDescribeInstanceStatus, ActionDescribeRegions,
+	ActionDescribeListenerAttributes, ActionDescribeRules,
 }
 
 // AWSActions returns the AWS wire API's actions that are not also lab
@@ -302,10 +306,17 @@ func (n AWSNetwork) SubnetOf(zone string) (AWSSubnet, bool) {
 }
 
 // DefaultSubnetTags are a zone's subnet's tags in a fresh lab: the
-// cluster's own tag and the public-ELB role, which cloud-provider-aws
-// looks for when it picks load balancer subnets.
+// cluster's own tag and both load balancer roles, which cloud-provider-aws
+// and the AWS Load Balancer Controller look for when they pick load
+// balancer subnets: kubernetes.io/role/elb for internet-facing ones,
+// kubernetes.io/role/internal-elb for internal ones
+// (https://kubernetes-sigs.github.io/aws-load-balancer-controller/v2.4/deploy/subnet_discovery).
+// The lab has one subnet per zone, so it serves both roles; without the
+// internal role the controller's internal NLBs (its default scheme) find
+// no subnet (its subnet_resolver.go filters on the role tag first, then
+// falls back to private subnets, which the lab has none of).
 func (c *Cloud) DefaultSubnetTags(zone string) map[string]string {
-	return map[string]string{c.ClusterTagKey(): "owned", "kubernetes.io/role/elb": "1", "Name": c.cfg.ClusterID + "-" + zone}
+	return map[string]string{c.ClusterTagKey(): "owned", "kubernetes.io/role/elb": "1", "kubernetes.io/role/internal-elb": "1", "Name": c.cfg.ClusterID + "-" + zone}
 }
 
 // RestoreSubnetTags puts every subnet's tags back to DefaultSubnetTags,

@@ -68,6 +68,34 @@ type NLBListener struct {
 	Protocol       string `json:"protocol"`
 	Port           int32  `json:"port"`
 	TargetGroupARN string `json:"targetGroupARN"`
+	// Tags are the listener's, and RuleTags its default rule's (ELBv2
+	// tags listeners and rules as it tags load balancers).
+	Tags     map[string]string `json:"tags,omitempty"`
+	RuleTags map[string]string `json:"ruleTags,omitempty"`
+}
+
+func (l NLBListener) clone() NLBListener {
+	l.Tags, l.RuleTags = cloneTags(l.Tags), cloneTags(l.RuleTags)
+	return l
+}
+
+// DefaultRuleARN is the ARN of the listener's default rule: every ELBv2
+// listener has one (NLB listeners too: "You cannot delete the default
+// rule", https://docs.aws.amazon.com/elasticloadbalancing/latest/network/delete-rule.html),
+// its ARN the listener's with listener-rule/ and a rule ID.
+func (l NLBListener) DefaultRuleARN() string {
+	return strings.Replace(l.ARN, ":listener/", ":listener-rule/", 1) + "/" + ruleIDOf(l.ARN)
+}
+
+// ruleIDOf derives the default rule's 16-hex-digit ID from the listener's
+// ARN, so it is stable without being stored.
+func ruleIDOf(arn string) string {
+	var h uint64 = 14695981039346656037
+	for i := 0; i < len(arn); i++ {
+		h ^= uint64(arn[i])
+		h *= 1099511628211
+	}
+	return fmt.Sprintf("%016x", h)
 }
 
 func (lb *NLB) clone() NLB {
@@ -603,7 +631,7 @@ func (c *Cloud) CreateListener(ctx context.Context, in NLBListener) (NLBListener
 		if err := c.checkSocketsLocked(ErrTooManyListeners, descTooManyListeners, 0, sockets(in.Protocol)); err != nil {
 			return "", err
 		}
-		l := in
+		l := in.clone()
 		l.ARN = c.arnLocked("listener/net", in.LBARN[strings.LastIndex(in.LBARN, "net/")+4:])
 		c.aws.lsns[l.ARN] = &l
 		if !slices.Contains(tg.LoadBalancerARNs, in.LBARN) {
@@ -637,7 +665,7 @@ func (c *Cloud) DescribeListeners(ctx context.Context, lbARN string, arns []stri
 			if lbARN != "" && l.LBARN != lbARN || len(arns) > 0 && !slices.Contains(arns, a) {
 				continue
 			}
-			out = append(out, *l)
+			out = append(out, l.clone())
 		}
 		slices.SortFunc(out, func(a, b NLBListener) int { return int(a.Port - b.Port) })
 		return fmt.Sprintf("%d listeners", len(out)), nil
@@ -712,6 +740,12 @@ func (c *Cloud) ELBv2Tags(ctx context.Context, arns []string, set map[string]str
 			if tg, ok := c.aws.tgs[a]; ok {
 				return &tg.Tags, nil
 			}
+			if l, ok := c.aws.lsns[a]; ok {
+				return &l.Tags, nil
+			}
+			if l := c.listenerOfRuleLocked(a); l != nil {
+				return &l.RuleTags, nil
+			}
 			return nil, notFoundLB(a)
 		}
 		for _, a := range arns {
@@ -731,6 +765,82 @@ func (c *Cloud) ELBv2Tags(ctx context.Context, arns []string, set map[string]str
 			out[a] = cloneTags(*t)
 		}
 		return fmt.Sprintf("%d resources", len(out)), nil
+	})
+	return out, err
+}
+
+// listenerOfRuleLocked is the listener whose default rule has ARN arn.
+func (c *Cloud) listenerOfRuleLocked(arn string) *NLBListener {
+	for _, l := range c.aws.lsns {
+		if l.DefaultRuleARN() == arn {
+			return l
+		}
+	}
+	return nil
+}
+
+// NLBListenerIdleTimeout is an NLB TCP listener's tcp.idle_timeout.seconds
+// when nobody set it: 350 seconds
+// (https://docs.aws.amazon.com/elasticloadbalancing/latest/network/update-idle-timeout.html).
+const NLBListenerIdleTimeout = "350"
+
+// DescribeListenerAttributes returns a listener's attributes: a TCP
+// listener's idle timeout, the one attribute the lab's NLB listeners have.
+func (c *Cloud) DescribeListenerAttributes(ctx context.Context, arn string) (map[string]string, error) {
+	out := map[string]string{}
+	err := c.awsCall(ctx, ServiceELBv2, ActionDescribeListenerAttributes, "listener="+arn, []string{arn}, func(emitFunc) (string, error) {
+		c.mu.RLock()
+		defer c.mu.RUnlock()
+		l, ok := c.aws.lsns[arn]
+		if !ok {
+			return "", errorf(ErrListenerNotFound, "One or more listeners not found")
+		}
+		if l.Protocol == "TCP" {
+			out["tcp.idle_timeout.seconds"] = NLBListenerIdleTimeout
+		}
+		return fmt.Sprintf("%d attributes", len(out)), nil
+	})
+	return out, err
+}
+
+// ListenerRule is a listener's rule: on the lab's NLB listeners only the
+// default rule, which forwards as the listener's default action does.
+type ListenerRule struct {
+	ARN            string
+	ListenerARN    string
+	TargetGroupARN string
+}
+
+// DescribeRules returns the rules of a listener, or the rules by ARN.
+func (c *Cloud) DescribeRules(ctx context.Context, listenerARN string, arns []string) ([]ListenerRule, error) {
+	var out []ListenerRule
+	err := c.awsCall(ctx, ServiceELBv2, ActionDescribeRules, "listener="+listenerARN+" arns="+summarize(arns), append([]string{listenerARN}, arns...), func(emitFunc) (string, error) {
+		c.mu.RLock()
+		defer c.mu.RUnlock()
+		rule := func(l *NLBListener) ListenerRule {
+			return ListenerRule{ARN: l.DefaultRuleARN(), ListenerARN: l.ARN, TargetGroupARN: l.TargetGroupARN}
+		}
+		switch {
+		case listenerARN != "" && len(arns) > 0:
+			return "", errorf(ErrValidation, "Listener ARN and rule ARNs cannot be specified at the same time")
+		case listenerARN != "":
+			l, ok := c.aws.lsns[listenerARN]
+			if !ok {
+				return "", errorf(ErrListenerNotFound, "One or more listeners not found")
+			}
+			out = append(out, rule(l))
+		case len(arns) > 0:
+			for _, a := range arns {
+				l := c.listenerOfRuleLocked(a)
+				if l == nil {
+					return "", errorf(ErrRuleNotFound, "One or more rules not found")
+				}
+				out = append(out, rule(l))
+			}
+		default:
+			return "", errorf(ErrValidation, "A listener ARN or rule ARNs must be specified")
+		}
+		return fmt.Sprintf("%d rules", len(out)), nil
 	})
 	return out, err
 }
