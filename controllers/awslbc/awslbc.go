@@ -154,6 +154,9 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	restCfg := rest.CopyConfig(cfg.Kube)
+	// As its BuildRestConfig: protobuf accepted, JSON sent (its CRDs have
+	// no protobuf encoding), whatever the lab's own config prefers.
+	restCfg.ContentType = "application/json"
 	restCfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	restCfg.QPS, restCfg.Burst = cfg.Limits.KubeQPS, cfg.Limits.KubeBurst
 	restCfg.UserAgent = "aws-load-balancer-controller/" + version.GitVersion

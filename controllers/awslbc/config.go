@@ -59,7 +59,8 @@ type Limits struct {
 	KubeBurst int
 	// MinSyncPeriod bounds --sync-period from below (default 1m).
 	MinSyncPeriod time.Duration
-	// MaxRetries bounds --aws-max-retries (default 3).
+	// MaxRetries bounds --aws-max-retries (default 10, the controller's
+	// own default, pkg/aws/cloud_config.go).
 	MaxRetries int
 }
 
@@ -77,7 +78,7 @@ func (l *Limits) setDefaults() {
 		l.MinSyncPeriod = time.Minute
 	}
 	if l.MaxRetries <= 0 {
-		l.MaxRetries = 3
+		l.MaxRetries = 10
 	}
 }
 
