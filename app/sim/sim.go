@@ -60,7 +60,9 @@ type Config struct {
 	// them (nil: none), and add-ons, as in controllers.Config.
 	Controllers []string
 	Addons      []string
-	Tuning      controllers.Tuning
+	// RealLBC: the lbc add-on is the real controller (Lab.RealLBC).
+	RealLBC bool
+	Tuning  controllers.Tuning
 	// Upstream replaces the lab's cloud provider, as in controllers.Config.
 	Upstream func(caller string, client kubernetes.Interface, factory informers.SharedInformerFactory, stop <-chan struct{}) (cloudprovider.Interface, error)
 	// AWSAPI returns the lab's AWS API endpoint, as in controllers.Config
@@ -142,6 +144,9 @@ type Sim struct {
 	// ccmApplied is closed once the CCM's DaemonSet and RBAC exist
 	// (runCCMObjects), so a switch at start waits for them.
 	ccmApplied chan struct{}
+	// lbcHooks are the AWS Load Balancer Controller's webhook listeners
+	// (lbcpod.go).
+	lbcHooks lbcWebhooks
 }
 
 // New builds the simulation: it opens (or restores) the cloud and launches
@@ -247,14 +252,14 @@ func New(ctx context.Context, cfg Config) (_ *Sim, err error) {
 		// The CCM runs as its DaemonSet's Pod on the control-plane node
 		// (ccmpod.go); that node's kubelet runs its container.
 		kc.StaticPods = s.staticPods
-		kc.Runtime = ccmRuntime{s: s}
+		kc.Runtime = runtimes{ccmRuntime{s: s}, lbcRuntime{s: s}}
 	}
 	if s.Kubelets, err = kubelet.New(kc); err != nil {
 		return nil, err
 	}
 	mc := controllers.Config{
 		RestConfig: cfg.RestConfig, Cloud: c, Profile: cfg.Profile, ClusterCIDR: cfg.ClusterCIDR,
-		Enabled: cfg.Controllers, Addons: cfg.Addons, Tuning: cfg.Tuning, Logger: cfg.Logger,
+		Enabled: cfg.Controllers, Addons: s.managerAddons(), Tuning: cfg.Tuning, Logger: cfg.Logger,
 		Upstream: cfg.Upstream, AWSAPI: cfg.AWSAPI, AWSKeys: cfg.AWSKeys,
 	}
 	if cfg.ControlPlaneNode {
@@ -300,6 +305,9 @@ func (s *Sim) Go(ctx context.Context, g *errgroup.Group) {
 	if s.cfg.ControlPlaneNode {
 		Go(ctx, g, "ccm daemonset", s.runCCMObjects)       // ccmpod.go
 		Go(ctx, g, "kube-system add-ons", s.runKubeSystem) // kubesystem.go
+		if s.lbcOn() {
+			Go(ctx, g, "aws-load-balancer-controller", s.runLBCObjects) // lbcpod.go
+		}
 	}
 }
 

@@ -101,7 +101,7 @@ func Start(ctx, gctx context.Context, g *errgroup.Group, cfg Config, sc StartCon
 		return nil, err
 	}
 	if sc.ControlPlane != nil {
-		sc.ControlPlane.SetClusterDialer(s.Kubelets.DialNode)
+		sc.ControlPlane.SetClusterDialer(s.DialCluster)
 	}
 	st.AWSAPI, err = awsapi.Listen(awsapi.ServerConfig{
 		Handler: awsapi.Config{Cloud: s.Cloud, Keys: cfg.AWSKeys, Logger: sc.Logger.With("component", "awsapi")},
