@@ -33,8 +33,8 @@ import (
 //     not configure.
 // The proxy tells the two apart by the client certificate the apiserver
 // shows for each, and dials through one allowlist (egressProxy.dial): on the
-// cluster network the simulated kubelets (the ClusterDialer the lab sets),
-// on the control-plane network nothing. Everything else, and every host
+// cluster network the simulated kubelets and the lab's Pods (the
+// ClusterDialer the lab sets), on the control-plane network nothing. Everything else, and every host
 // name (the proxy never resolves one), is refused with a sentence the
 // failing kubectl command shows. So a node's address never has to resolve or
 // be routable on the host (no /etc/hosts, no root), and the apiserver itself
@@ -45,9 +45,10 @@ import (
 // chose), and a tunnel would add a TLS hop to every storage byte.
 
 // ClusterDialer opens a connection to addr ("host:port" as the apiserver
-// asked for it: a node's address and its kubelet port). It is the cluster
-// network's allowlist: it connects only to endpoints the lab serves itself
-// (the simulated kubelets). For an address it does not serve it returns an
+// asked for it: a node's address and its kubelet port, or a Pod's IP and
+// port). It is the cluster network's allowlist: it connects only to
+// endpoints the lab serves itself (the simulated kubelets, the ports the
+// lab's Pods listen on). For an address it does not serve it returns an
 // error with a method NotInLab() bool that returns true; the student then
 // sees the lab's refusal (RefusedError) rather than a network error.
 type ClusterDialer func(ctx context.Context, addr string) (net.Conn, error)
