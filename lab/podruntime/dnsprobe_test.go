@@ -142,3 +142,48 @@ func TestEmptyDirServedToProxy(t *testing.T) {
 		t.Errorf("after ForgetPod the runtime still holds the Pod's state: %+v", left)
 	}
 }
+
+// TestVolumeMounts: paths under a mount are the volume's (shared by the
+// file systems that mount it), the mount shows in its parent's listing,
+// and the mount point itself is a directory.
+func TestVolumeMounts(t *testing.T) {
+	vol := newVolume(16, 32)
+	a := newMemFS(map[string]string{"/etc/hostname": "a\n"}, []string{"/tmp"}, 16, 32)
+	b := newMemFS(map[string]string{}, nil, 16, 32)
+	a.mounts = map[string]*memFS{"/results": vol}
+	b.mounts = map[string]*memFS{"/data/out": vol}
+	w, err := a.writer("/results/f", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(w, "OK\n"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		got  func() (string, error)
+		want string
+		err  error
+	}{
+		{"other mount reads it", func() (string, error) { return b.read("/data/out/f") }, "OK\n", nil},
+		{"not under the mount", func() (string, error) { return b.read("/results/f") }, "", errNotExist},
+		{"listing shows the mount", func() (string, error) { n, _ := a.list("/"); return strings.Join(n, ","), nil }, "etc,results,tmp", nil},
+		{"volume listing", func() (string, error) { n, _ := b.list("/data/out"); return strings.Join(n, ","), nil }, "f", nil},
+		{"mount point is a directory", func() (string, error) { _, err := a.writer("/results", false); return "", err }, "", errIsDir},
+		{"bounded", func() (string, error) {
+			w, err := b.writer("/data/out/big", false)
+			if err != nil {
+				return "", err
+			}
+			_, err = io.WriteString(w, strings.Repeat("x", 17))
+			return "", err
+		}, "", errTooBig},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.got()
+			if got != tc.want || err != tc.err {
+				t.Errorf("got %q, %v; want %q, %v", got, err, tc.want, tc.err)
+			}
+		})
+	}
+}
