@@ -21,6 +21,8 @@ import { NODE_STATE, HEALTH_GLYPH, HEALTH_KEY } from "./vocab.js";
 const MAX_LB_LINES = 4;
 // Pods named on an instance box; more become a count.
 const MAX_POD_NAMES = 2;
+// The characters of Pod names an instance box holds on its line.
+const MAX_POD_CHARS = 24;
 const FLASH_MS = 1400;
 
 const PAD = 16;
@@ -357,7 +359,9 @@ function drawInstance(x, ix, iy, box, seen) {
   let podText;
   if (n === 0) podText = t("map.pods.none");
   else if (n <= MAX_POD_NAMES && !compact) podText = x.pods.map((p) => truncate(p.name, 14)).join(", ");
-  else podText = t("map.pods", { n });
+  // Names only while they fit the box (kube-proxy and CoreDNS share most
+  // nodes with the student's Pods now); past that, a count.
+  if (n > 0 && (podText === undefined || podText.length > MAX_POD_CHARS)) podText = t("map.pods", { n });
   setText(pods, "▣ " + podText);
   setAttr(pods, "data-count", n);
   const tainted = x.state === "uninitialized";
