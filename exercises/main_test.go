@@ -4,7 +4,6 @@ package exercises
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"github.com/ccmlab/ccmlab/controllers"
 	"github.com/ccmlab/ccmlab/exercises/check"
 	"github.com/ccmlab/ccmlab/exercises/progress"
+	"github.com/ccmlab/ccmlab/internal/testutil"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/controlplane/cptest"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
@@ -110,7 +110,7 @@ func startBinaryBuild() {
 				return
 			}
 			binary.path = filepath.Join(env.DataDir, "bin", "ccmlab")
-			cmd := exec.Command("go", "build", "-o", binary.path, "github.com/ccmlab/ccmlab/cmd/ccmlab")
+			cmd := testutil.BuildCommand(binary.path)
 			binary.out, binary.err = cmd.CombinedOutput()
 		}()
 	})

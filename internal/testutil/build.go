@@ -21,12 +21,21 @@ func BuildCCMLab() (path string, cleanup func(), err error) {
 		return "", nil, err
 	}
 	path = filepath.Join(dir, "ccmlab")
-	build := exec.Command("go", "build", "-o", path, "github.com/ccmlab/ccmlab/cmd/ccmlab")
+	build := BuildCommand(path)
 	if out, err := build.CombinedOutput(); err != nil {
 		os.RemoveAll(dir)
 		return "", nil, fmt.Errorf("building ccmlab: %v\n%s", err, out)
 	}
 	return path, func() { os.RemoveAll(dir) }, nil
+}
+
+// BuildCommand is the go build that makes the test binary at path. It
+// leaves out the symbol table and DWARF (-s -w): the program is the same,
+// panics still print file and line (from pclntab), and the binary is a
+// third smaller; a suite builds it in several packages at once and a full
+// disk fails them all.
+func BuildCommand(path string) *exec.Cmd {
+	return exec.Command("go", "build", "-ldflags=-s -w", "-o", path, "github.com/ccmlab/ccmlab/cmd/ccmlab")
 }
 
 // StringConstants returns the values of the string constants declared in

@@ -29,6 +29,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/ccmlab/ccmlab/internal/testutil"
 	"github.com/ccmlab/ccmlab/web"
 )
 
@@ -73,7 +74,15 @@ func run(m *testing.M) int {
 	// skips); CCMLAB_BIN names a binary built beforehand.
 	flag.Parse()
 	if !testing.Short() && (chromiumPath() != "" || os.Getenv("CI") == "true") {
-		binPath, buildErr = buildLab()
+		if p := os.Getenv("CCMLAB_BIN"); p != "" {
+			binPath = p
+		} else {
+			var cleanup func()
+			binPath, cleanup, buildErr = testutil.BuildCCMLab()
+			if buildErr == nil {
+				defer cleanup()
+			}
+		}
 	}
 	return m.Run()
 }
@@ -93,23 +102,6 @@ func findRepoRoot() (string, error) {
 		}
 		dir = parent
 	}
-}
-
-func buildLab() (string, error) {
-	if p := os.Getenv("CCMLAB_BIN"); p != "" {
-		return p, nil
-	}
-	dir, err := os.MkdirTemp("", "ccmlab-e2e-")
-	if err != nil {
-		return "", err
-	}
-	out := filepath.Join(dir, "ccmlab")
-	cmd := exec.Command("go", "build", "-o", out, "./cmd/ccmlab")
-	cmd.Dir = repoRoot
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/ccmlab: %v\n%s", err, b)
-	}
-	return out, nil
 }
 
 // chromiumPath finds Debian's chromium (or $CHROMIUM).
