@@ -6,8 +6,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -22,37 +20,14 @@ import (
 	"github.com/ccmlab/ccmlab/lab/controlplane/cptest"
 )
 
-// kubectl runs the system's kubectl on the test control plane's
-// kubeconfig and returns its combined output and exit code.
 func kubectl(t *testing.T, timeout time.Duration, args ...string) (string, int) {
 	t.Helper()
-	bin, err := exec.LookPath("kubectl")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("kubectl is not installed")
-		}
-		t.Skip("kubectl is not installed")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, append([]string{"--kubeconfig", env.CP.KubeconfigPath()}, args...)...)
-	out, err := cmd.CombinedOutput()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("kubectl %v: %v", args, err)
-	}
-	return string(out), code
+	return testutil.Kubectl(t, env.CP.KubeconfigPath(), timeout, args...)
 }
 
 func must(t *testing.T, args ...string) string {
 	t.Helper()
-	out, code := kubectl(t, 2*time.Minute, args...)
-	if code != 0 {
-		t.Fatalf("kubectl %s: exit %d\n%s", strings.Join(args, " "), code, out)
-	}
-	return out
+	return testutil.MustKubectl(t, env.CP.KubeconfigPath(), args...)
 }
 
 // readyDNSEndpoints counts the ready endpoints of kube-dns's
