@@ -9,6 +9,48 @@ import (
 	"strings"
 )
 
+// IPPermission is one ingress rule of a security group: a protocol ("tcp",
+// "udp", "icmp" or "-1" for all), a port range and its sources.
+type IPPermission struct {
+	Protocol string   `json:"protocol"`
+	FromPort int32    `json:"fromPort"`
+	ToPort   int32    `json:"toPort"`
+	CIDRs    []string `json:"cidrs,omitempty"`
+	GroupIDs []string `json:"groupIDs,omitempty"`
+	// Description is the rule's (IpRanges[].Description or
+	// UserIdGroupPairs[].Description on the wire). A stored rule has one
+	// source, so one description; it does not tell two rules apart, as on
+	// AWS, but the upstream provider finds its NLB rules by it
+	// (IPPermissionMatchDesc in cloud-provider-aws's
+	// sets_ippermissions.go), so dropping it leaks them.
+	Description string `json:"description,omitempty"`
+}
+
+// SecurityGroup is an EC2 security group of the lab's VPC.
+type SecurityGroup struct {
+	ID          string            `json:"id"`
+	Name        string            `json:"name"`
+	Description string            `json:"description"`
+	VPCID       string            `json:"vpcID"`
+	Ingress     []IPPermission    `json:"ingress"`
+	Tags        map[string]string `json:"tags,omitempty"`
+}
+
+func (g *SecurityGroup) clone() SecurityGroup {
+	out := *g
+	out.Ingress = make([]IPPermission, len(g.Ingress))
+	for i, p := range g.Ingress {
+		p.CIDRs = slices.Clone(p.CIDRs)
+		p.GroupIDs = slices.Clone(p.GroupIDs)
+		out.Ingress[i] = p
+	}
+	out.Tags = cloneTags(g.Tags)
+	return out
+}
+
+// EventSecurityGroup is published when a security group changes.
+const EventSecurityGroup = "securitygroup"
+
 // DescribeSecurityGroupsAWS lists security groups by ID and filters
 // (group-id, group-name, vpc-id, ip-permission.group-id, tag:K, tag-key).
 func (c *Cloud) DescribeSecurityGroupsAWS(ctx context.Context, ids []string, filters []Filter) ([]SecurityGroup, error) {
