@@ -157,6 +157,9 @@ type awsState struct {
 	// sourceDestCheck is false for instances the Route controller routes
 	// Pod CIDRs to (ModifyInstanceAttribute); absent means true.
 	sourceDestCheck map[string]bool
+	// podAddrs are the secondary addresses on each instance's interface,
+	// by instance ID (aws_eniaddrs.go); made on first use, not persisted.
+	podAddrs podAddrTable
 	// instanceTags are tags added by CreateTags to instances, merged over
 	// Instance.Tags.
 	seq uint64 // for ARNs and DNS digits that must not collide

@@ -15,6 +15,9 @@ type InstanceView struct {
 	SubnetID        string
 	SecurityGroups  []SecurityGroup // ID and Name only
 	SourceDestCheck bool
+	// PodAddresses are the secondary private IPv4 addresses on its
+	// primary network interface (aws_eniaddrs.go).
+	PodAddresses []SecondaryAddress
 }
 
 // DescribeInstancesAWS answers EC2 DescribeInstances: IDs must exist (one
@@ -89,7 +92,7 @@ func (c *Cloud) instanceFieldsLocked(v InstanceView) map[string][]string {
 	f := map[string][]string{"instance-id": {v.ID}, "private-dns-name": {v.PrivateDNSName}, "instance-state-name": {string(v.State)},
 		"instance-state-code": {fmt.Sprint(InstanceStateCode(v.State))},
 		"availability-zone":   {v.Zone}, "vpc-id": {v.VPCID}, "subnet-id": {v.SubnetID}, "private-ip-address": {v.PrivateIP}, "instance-type": {v.InstanceType},
-		"network-interface.addresses.private-ip-address": {v.PrivateIP},
+		"network-interface.addresses.private-ip-address": append([]string{v.PrivateIP}, secondaryIPs(v.PodAddresses)...),
 		"instance.group-id": gids, "instance.group-name": gnames, "group-id": gids, "group-name": gnames,
 		"architecture": {"x86_64"}, "image-id": {ImageID}, "tenancy": {"default"}, "reservation-id": {"r-" + strings.TrimPrefix(v.ID, "i-")},
 		"owner-id": {"000000000000"}, "source-dest-check": {fmt.Sprint(v.SourceDestCheck)},
@@ -104,7 +107,7 @@ func (c *Cloud) instanceFieldsLocked(v InstanceView) map[string][]string {
 }
 
 func (c *Cloud) instanceViewLocked(rec *instanceRec) InstanceView {
-	v := InstanceView{Instance: rec.clone(), VPCID: c.aws.net.VPCID, SourceDestCheck: true}
+	v := InstanceView{Instance: rec.clone(), VPCID: c.aws.net.VPCID, SourceDestCheck: true, PodAddresses: c.podAddrsLocked(rec)}
 	if s, ok := c.aws.net.SubnetOf(rec.Zone); ok {
 		v.SubnetID = s.ID
 	}
