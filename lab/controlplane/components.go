@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/tools/cache"
 	cliflag "k8s.io/component-base/cli/flag"
 	apiserveroptions "k8s.io/kubernetes/cmd/kube-apiserver/app/options"
 	kcmapp "k8s.io/kubernetes/cmd/kube-controller-manager/app"
@@ -70,8 +71,16 @@ const kubeletAddressTypes = "InternalIP,ExternalIP"
 // runAPIServer builds kube-apiserver on an already-bound loopback listener
 // and runs it until ctx ends. ready is closed by the caller's readiness poll.
 func (cp *ControlPlane) runAPIServer(ctx context.Context, ln net.Listener, etcdURL string) (func() error, error) {
+	return cp.runAPIServerWith(ctx, ln, cp.apiserverArgs(etcdURL), "kube-apiserver")
+}
+
+// runAPIServerWith is runAPIServer with the flags given (the management
+// apiserver's, infra.go).
+// informer is the name its informers register under: client-go refuses a
+// name twice in one process.
+func (cp *ControlPlane) runAPIServerWith(ctx context.Context, ln net.Listener, args []string, informer string) (func() error, error) {
 	s := apiserveroptions.NewServerRunOptions()
-	if err := parseFlags("kube-apiserver", s.Flags(), cp.apiserverArgs(etcdURL)); err != nil {
+	if err := parseFlags("kube-apiserver", s.Flags(), args); err != nil {
 		return nil, err
 	}
 	s.SecureServing.Listener = ln
@@ -86,6 +95,11 @@ func (cp *ControlPlane) runAPIServer(ctx context.Context, ln net.Listener, etcdU
 	if errs := completed.Validate(); len(errs) != 0 {
 		return nil, fmt.Errorf("kube-apiserver options: %w", utilerrors.NewAggregate(errs))
 	}
+	name, err := cache.NewInformerName(informer)
+	if err != nil {
+		return nil, err
+	}
+	completed.InformerName = name
 	return func() error { return runAPIServerChain(ctx, completed) }, nil
 }
 

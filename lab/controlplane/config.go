@@ -41,6 +41,12 @@ type Config struct {
 	// APIServerOnly starts etcd and kube-apiserver and nothing else. It is
 	// the baseline the cold-start benchmark compares a whole lab against.
 	APIServerOnly bool
+	// Infra starts the management side too (infra.go): a second
+	// kube-apiserver on its own port and etcd prefix, for the kubevirt
+	// profile's VMIs and CCM. InfraServiceCIDR is its Service range
+	// (default 10.112.0.0/16, apart from the tenant's).
+	Infra            bool
+	InfraServiceCIDR string
 	// Progress is told as each component becomes ready; nil is fine.
 	Progress func(stage string, elapsed time.Duration)
 
@@ -62,6 +68,14 @@ type Config struct {
 	// again; nil discards.
 	Logger *slog.Logger
 
+	// EgressMaxTunnels bounds the tunnels the apiserver holds open at once
+	// through the lab's egress proxy (egress.go): every kubectl logs -f,
+	// exec, attach, port-forward and pods/services proxy request is one.
+	// Past it a new one is refused with 503 and a sentence saying so, so a
+	// student's loop of port-forwards cannot take the class's sockets.
+	// 0 means DefaultEgressMaxTunnels.
+	EgressMaxTunnels int
+
 	// diskFree stands in for statfs in tests (export_test.go).
 	diskFree func(dir string) (int64, error)
 }
@@ -71,6 +85,9 @@ func (c *Config) Defaults() {
 	if c.ServiceCIDR == "" {
 		c.ServiceCIDR = "10.96.0.0/16"
 	}
+	if c.InfraServiceCIDR == "" {
+		c.InfraServiceCIDR = "10.112.0.0/16"
+	}
 	if c.ClusterCIDR == "" {
 		// A /14 holds 1,024 node /24s, enough for the 1,000-node budget,
 		// while podCIDRs still read like the chapter's 10.244.1.0/24.
@@ -78,6 +95,9 @@ func (c *Config) Defaults() {
 	}
 	if c.NodeCIDRMaskSize == 0 {
 		c.NodeCIDRMaskSize = 24
+	}
+	if c.EgressMaxTunnels == 0 {
+		c.EgressMaxTunnels = DefaultEgressMaxTunnels
 	}
 	if c.NodeMonitorGracePeriod == 0 {
 		c.NodeMonitorGracePeriod = 10 * time.Second
@@ -106,7 +126,7 @@ func (c *Config) validate() error {
 	if c.DataDir == "" {
 		return errors.New("data dir is required")
 	}
-	for name, cidr := range map[string]string{"service CIDR": c.ServiceCIDR, "cluster CIDR": c.ClusterCIDR} {
+	for name, cidr := range map[string]string{"service CIDR": c.ServiceCIDR, "cluster CIDR": c.ClusterCIDR, "management service CIDR": c.InfraServiceCIDR} {
 		if _, _, err := net.ParseCIDR(cidr); err != nil {
 			return fmt.Errorf("%s %q: %w", name, cidr, err)
 		}
@@ -130,11 +150,22 @@ func (c *Config) validate() error {
 	if c.EtcdDiskReserve < 0 {
 		return fmt.Errorf("etcd disk reserve %d bytes must not be negative", c.EtcdDiskReserve)
 	}
+	if c.EgressMaxTunnels < 1 || c.EgressMaxTunnels > maxEgressTunnels {
+		return fmt.Errorf("egress tunnel limit %d must be between 1 and %d", c.EgressMaxTunnels, maxEgressTunnels)
+	}
 	if c.EtcdSpaceCheck < 100*time.Millisecond || c.EtcdSpaceCheck > time.Minute {
 		return fmt.Errorf("etcd space check interval %s must be between 100ms and 1m", c.EtcdSpaceCheck)
 	}
 	return nil
 }
+
+// DefaultEgressMaxTunnels is Config.EgressMaxTunnels' default: far above
+// what one student's terminals hold (a few exec sessions, a port-forward,
+// logs -f), well below a process's 1,024 default file descriptors, each
+// tunnel taking two.
+const DefaultEgressMaxTunnels = 256
+
+const maxEgressTunnels = 4096
 
 // The range of Config.EtcdQuotaBytes. The ceiling is etcd's suggested
 // maximum (storage/quota.go:33, MaxQuotaBytes).

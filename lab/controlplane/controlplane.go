@@ -33,6 +33,7 @@ type ControlPlane struct {
 	components []*component
 
 	restConfig *rest.Config
+	infra      *Infra       // see infra.go; nil unless Config.Infra
 	egress     *egressProxy // see egress.go
 	space      *spaceGuard  // see etcdspace.go
 	stopSpace  func()
@@ -147,6 +148,12 @@ func Start(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 		return nil, err
 	}
 	cfg.Progress("apiserver", time.Since(begin))
+	if cfg.Infra {
+		if err := cp.startInfra(ctx, etcdURL); err != nil {
+			return nil, err
+		}
+		cfg.Progress("management apiserver", time.Since(begin))
+	}
 	if cfg.APIServerOnly {
 		return cp, nil
 	}

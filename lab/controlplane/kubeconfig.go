@@ -82,3 +82,18 @@ func (cp *ControlPlane) loadRestConfig() (*rest.Config, error) {
 	cfg.Burst = 400
 	return cfg, nil
 }
+
+// writeKubeconfigFileNamed is writeKubeconfigFile with a cluster and
+// context name of its own (the management side's, so a merged kubeconfig
+// keeps both) and a client certificate.
+func (cp *ControlPlane) writeKubeconfigFileNamed(path, name, server string, ca []byte, user string, cert, key []byte) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[name] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: cert, ClientKeyData: key}
+	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: user, Namespace: "default"}
+	cfg.CurrentContext = name
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return fmt.Errorf("writing kubeconfig %s: %w", path, err)
+	}
+	return os.Chmod(path, 0o600)
+}
