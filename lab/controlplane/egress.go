@@ -160,6 +160,8 @@ type egressProxy struct {
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
 	closed bool
+	// max bounds len(conns): Config.EgressMaxTunnels.
+	max int
 }
 
 func (cp *ControlPlane) startEgressProxy() error {
@@ -185,7 +187,7 @@ func (cp *ControlPlane) startEgressProxy() error {
 	if err != nil {
 		return fmt.Errorf("egress proxy: %w", err)
 	}
-	p := &egressProxy{ln: ln, conns: map[net.Conn]struct{}{}}
+	p := &egressProxy{ln: ln, conns: map[net.Conn]struct{}{}, max: cp.cfg.EgressMaxTunnels}
 	cp.egress = p
 	if err := cp.writeEgressConfig(ln.Addr().String()); err != nil {
 		ln.Close()
@@ -276,30 +278,53 @@ func (p *egressProxy) serve() {
 		if err != nil {
 			return
 		}
-		if !p.track(c, true) {
+		ok, full := p.track(c, true)
+		if !ok {
 			c.Close()
 			return
 		}
 		p.wg.Go(func() {
 			defer p.track(c, false)
 			defer c.Close()
+			if full {
+				p.refuseFull(c)
+				return
+			}
 			p.handle(c)
 		})
 	}
 }
 
-func (p *egressProxy) track(c net.Conn, add bool) bool {
+// track adds or removes c. On add, ok is false once the proxy is closed,
+// and full says that the tunnels already open reach the limit: c is still
+// tracked (so close cuts it) but gets only a refusal.
+func (p *egressProxy) track(c net.Conn, add bool) (ok, full bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if add {
-		if p.closed {
-			return false
-		}
-		p.conns[c] = struct{}{}
-	} else {
+	if !add {
 		delete(p.conns, c)
+		return true, false
 	}
-	return true
+	if p.closed {
+		return false, false
+	}
+	full = p.max > 0 && len(p.conns) >= p.max
+	p.conns[c] = struct{}{}
+	return true, full
+}
+
+// refuseFull answers a CONNECT past the tunnel limit with 503; the
+// apiserver quotes the status line in the student's failing command.
+func (p *egressProxy) refuseFull(c net.Conn) {
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	tc, ok := c.(*tls.Conn)
+	if !ok || tc.Handshake() != nil {
+		return
+	}
+	if _, err := http.ReadRequest(bufio.NewReader(io.LimitReader(c, 8<<10))); err != nil {
+		return
+	}
+	reply(c, http.StatusServiceUnavailable, fmt.Sprintf("the lab holds at most %d open connections to nodes and Pods (exec, attach, logs -f, port-forward, proxy); close some and try again", p.max))
 }
 
 func (p *egressProxy) handle(c net.Conn) {

@@ -13,9 +13,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	apiserverapi "k8s.io/apiserver/pkg/apis/apiserver"
 	"k8s.io/apiserver/pkg/server/egressselector"
+
+	"github.com/ccmlab/ccmlab/internal/testutil"
 )
 
 // countingListener accepts on 127.0.0.1 and counts every connection: the
@@ -145,9 +148,10 @@ func TestEgressRefusesWhatIsNotTheLabs(t *testing.T) {
 	if n := other.accepted.Load(); n != 0 {
 		t.Fatalf("%d connections reached %s", n, loopback)
 	}
-	if n := kubelet.accepted.Load(); n == 0 {
-		t.Fatal("the simulated kubelet's tunnel never connected")
-	}
+	// The kubelet's listener counts in its own goroutine, after Accept.
+	testutil.Eventually(t, 10*time.Second, "the simulated kubelet's tunnel to connect", func() (bool, string) {
+		return kubelet.accepted.Load() > 0, "no connection accepted"
+	})
 }
 
 // Until the lab's kubelets run, the cluster network has no address.
@@ -224,5 +228,82 @@ func TestEgressRefusesOtherClients(t *testing.T) {
 				t.Fatalf("proxy answered %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// The tunnels open at once are bounded: past the limit a new one is refused
+// with 503 and a sentence the failing kubectl shows, and one closing makes
+// room again.
+func TestEgressTunnelLimit(t *testing.T) {
+	cp, sel, _ := startTestProxy(t)
+	cp.egress.max = 2
+	// An echoing Pod that holds each connection until the client closes.
+	pod, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pod.Close() })
+	go func() {
+		for {
+			c, err := pod.Accept()
+			if err != nil {
+				return
+			}
+			go func() { defer c.Close(); _, _ = io.Copy(c, c) }()
+		}
+	}()
+	cp.SetClusterDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", pod.Addr().String())
+	})
+	dial, err := sel.Lookup(egressselector.Cluster.AsNetworkContext())
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := func() (net.Conn, error) { return dial(context.Background(), "tcp", "10.244.1.5:80") }
+	var held []net.Conn
+	for range 2 {
+		c, err := open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	// Both tunnels are open end to end (an echo came back through each),
+	// so the proxy counts them: the third is refused.
+	for _, c := range held {
+		if _, err := c.Write([]byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, make([]byte, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = open()
+	want := "503 the lab holds at most 2 open connections to nodes and Pods"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("third tunnel: error %v, want %q", err, want)
+	}
+	held[0].Close()
+	// The closed tunnel leaves the proxy's count once both copies end.
+	testutil.Eventually(t, 10*time.Second, "room for a tunnel after one closed", func() (bool, string) {
+		c, err := open()
+		if err != nil {
+			return false, err.Error()
+		}
+		c.Close()
+		return true, ""
+	})
+	held[1].Close()
+}
+
+// The limit is a validated knob.
+func TestEgressTunnelLimitValidated(t *testing.T) {
+	for _, n := range []int{-1, maxEgressTunnels + 1} {
+		c := Config{DataDir: t.TempDir(), EgressMaxTunnels: n}
+		c.Defaults()
+		if err := c.validate(); err == nil || !strings.Contains(err.Error(), "egress tunnel limit") {
+			t.Errorf("EgressMaxTunnels %d: validate() = %v", n, err)
+		}
 	}
 }
