@@ -107,8 +107,10 @@ var catalogue = []struct {
 	}},
 	// kube-system's add-ons (system.go): coredns/coredns (ENTRYPOINT
 	// /coredns), kube-proxy (kubeadm's DaemonSet gives the command
-	// /usr/local/bin/kube-proxy), amazon-k8s-cni (the aws-node
-	// container's /app/aws-vpc-cni). Distroless images: no shell.
+	// /usr/local/bin/kube-proxy), amazon-k8s-cni (aws/amazon-vpc-cni-k8s
+	// scripts/dockerfiles/Dockerfile.release: ENTRYPOINT ["/app/aws-vpc-cni"],
+	// the Go program that replaced entrypoint.sh and starts ipamd).
+	// Distroless images: no shell.
 	{func(r string) bool { return r == "coredns/coredns" || strings.HasSuffix(r, "/coredns/coredns") }, image{
 		name: "coredns", entrypoint: []string{"/coredns"}, bins: binsIn("/", "coredns"),
 	}},
