@@ -200,8 +200,11 @@ func TestFanoutIdenticalSequence(t *testing.T) {
 		perPub     = 75
 		total      = publishers * perPub
 	)
-	// QueueSize >= total: no client can be dropped however slowly it runs.
-	ts := newTestServer(t, Config{QueueSize: 2 * total}, nil)
+	// QueueSize >= total and a write or pong may take a minute: no client
+	// is dropped however slowly it runs (the race detector on a loaded
+	// 2-core machine stretched a write past the 5 s default, and the hub
+	// closed those clients as it should).
+	ts := newTestServer(t, Config{QueueSize: 2 * total, WriteTimeout: time.Minute, PongTimeout: time.Minute}, nil)
 	h := ts.hub
 
 	conns := make([]*websocket.Conn, clients)

@@ -107,13 +107,16 @@ func (h *Hub) StartRecording(ctx context.Context) error {
 func (h *Hub) takeBase(ctx context.Context) (*frame, error) {
 	qtyp, _ := json.Marshal(TypeSnapshot)
 	for range snapshotAttempts {
+		// The base's time is read with its seq, under the lock Publish
+		// stamps frames under: read after it, a frame published in
+		// between (seq s0+1) would carry an earlier time than its base,
+		// and the recording would run backwards (replay.Check refuses it).
 		h.mu.Lock()
-		s0, closed := h.seq, h.closed
+		s0, closed, at := h.seq, h.closed, h.clk.Now()
 		h.mu.Unlock()
 		if closed {
 			return nil, ErrClosed
 		}
-		at := h.clk.Now()
 		var raw []byte
 		if h.cfg.Snapshot != nil {
 			v, err := h.cfg.Snapshot(ctx)
