@@ -139,11 +139,8 @@ func TestLBCAddon(t *testing.T) {
 	if evs := l.controllerEvents(none.UID); len(evs) != 0 {
 		t.Errorf("class example.com/none got events %v", reasons(evs))
 	}
-	if lbs := l.cloud.Snapshot().LoadBalancers; len(lbs) != 0 {
-		t.Errorf("%d of the lab's own load balancers, want none", len(lbs))
-	}
-	if lbs := l.cloud.AWSLoadBalancerViews(); len(lbs) != 1 {
-		t.Errorf("%d AWS load balancers, want only the nlb one", len(lbs))
+	if lbs := l.cloud.LoadBalancerViews(); len(lbs) != 1 || lbs[0].Kind != cloud.LBKindNetwork {
+		t.Errorf("load balancers %+v, want only the nlb one (none of the lab's own)", lbs)
 	}
 	// Every lbc call came over the AWS API (ELBv2, or EC2 for the
 	// subnets), under its own name.

@@ -659,20 +659,18 @@ func (s *Service) deleteOrphanedLoadBalancers(ctx context.Context, refs []format
 	if len(tags) == 0 {
 		return nil
 	}
-	for _, lb := range s.cfg.Env.Cloud.Snapshot().LoadBalancers {
-		if !tags[lb.Tags[cloud.ServiceTag]] && !tags[lb.Tags[cloud.StackTag]] {
-			continue
-		}
-		if err := s.cfg.Env.Cloud.DeleteLoadBalancer(cloud.WithCaller(ctx, ResetCaller), lb.Name); err != nil && !cloud.IsCode(err, cloud.ErrLBNotFound) {
-			return fmt.Errorf("deleting the orphaned load balancer %s: %w", lb.Name, err)
-		}
-	}
-	// The Classic ELBs and NLBs of cloud-provider-aws and the lbc add-on.
-	for _, lb := range s.cfg.Env.Cloud.AWSLoadBalancerViews() {
+	// One list: the lab's own load balancers and the Classic ELBs and
+	// NLBs of cloud-provider-aws and the lbc add-on, each deleted through
+	// its own API.
+	for _, lb := range s.cfg.Env.Cloud.LoadBalancerViews() {
 		if !tags[cloud.TaggedService(lb.Tags)] {
 			continue
 		}
-		if err := s.cfg.Env.Cloud.DeleteAWSLoadBalancer(cloud.WithCaller(ctx, ResetCaller), lb.Name); err != nil && !cloud.IsCode(err, cloud.ErrLBNotFound) {
+		del := s.cfg.Env.Cloud.DeleteLoadBalancer
+		if lb.Kind != "" {
+			del = s.cfg.Env.Cloud.DeleteAWSLoadBalancer
+		}
+		if err := del(cloud.WithCaller(ctx, ResetCaller), lb.Name); err != nil && !cloud.IsCode(err, cloud.ErrLBNotFound) {
 			return fmt.Errorf("deleting the orphaned load balancer %s: %w", lb.Name, err)
 		}
 	}

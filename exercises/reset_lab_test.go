@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/ccmlab/ccmlab/app/sim"
-	"github.com/ccmlab/ccmlab/controllers/provider"
 	"github.com/ccmlab/ccmlab/exercises/format"
 	"github.com/ccmlab/ccmlab/exercises/progress"
 	"github.com/ccmlab/ccmlab/internal/i18n"
@@ -218,12 +217,7 @@ func TestResetDeletesOrphanedLoadBalancersAndEvents(t *testing.T) {
 	must(t, err)
 	tagged := func() []string {
 		var out []string
-		for _, lb := range w.cloud.Snapshot().LoadBalancers {
-			if lb.Tags[provider.TagServiceName] == format.Namespace+"/fin" {
-				out = append(out, lb.Name)
-			}
-		}
-		for _, lb := range w.cloud.AWSLoadBalancerViews() {
+		for _, lb := range w.cloud.LoadBalancerViews() {
 			if cloud.TaggedService(lb.Tags) == format.Namespace+"/fin" {
 				out = append(out, lb.Name)
 			}

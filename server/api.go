@@ -3,9 +3,7 @@ package server
 import (
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 	"k8s.io/client-go/kubernetes"
@@ -155,7 +153,7 @@ func (s *Server) State(l *Lab) stream.Snapshot {
 		Profile:     stream.Profile{Name: l.Profile.Name, Controllers: l.Profile.Controllers, IngressIP: l.Profile.IngressIP, Description: l.Profile.Description},
 		Controllers: l.Controllers.Status(),
 		Cloud: stream.CloudState{
-			State: cloudState(l.Cloud), Faults: stream.Faults(l.Cloud.Faults()), StepMode: l.Cloud.StepMode(),
+			State: l.Cloud.Snapshot(), Faults: stream.Faults(l.Cloud.Faults()), StepMode: l.Cloud.StepMode(),
 			Waiting: nonNil(l.Cloud.Waiting()), Calls: nonNil(calls), Listeners: stream.Listeners{},
 			Region: l.Cloud.Config().Region,
 		},
@@ -223,7 +221,7 @@ func (s *Server) getInstances(c echo.Context) error {
 }
 
 func (s *Server) getLoadBalancers(c echo.Context) error {
-	return c.JSON(http.StatusOK, nonNil(cloudState(s.l().Cloud).LoadBalancers))
+	return c.JSON(http.StatusOK, nonNil(s.l().Cloud.Snapshot().LoadBalancers))
 }
 
 func (s *Server) getRoutes(c echo.Context) error {
@@ -240,18 +238,4 @@ func (s *Server) getCalls(c echo.Context) error {
 		since = n
 	}
 	return c.JSON(http.StatusOK, nonNil(s.l().Cloud.Calls(since)))
-}
-
-// cloudState is the cloud's snapshot with the AWS model's Classic ELBs and
-// NLBs (what the upstream AWS provider makes) among the load balancers, so
-// the page shows them, their DNS names and their targets like the lab's
-// own. Snapshot itself keeps only the lab's: the exercises' checks and
-// resets act on those with the lab's API.
-func cloudState(c *cloud.Cloud) cloud.State {
-	st := c.Snapshot()
-	for _, lb := range c.AWSLoadBalancerViews() {
-		st.LoadBalancers = append(st.LoadBalancers, *lb)
-	}
-	slices.SortFunc(st.LoadBalancers, func(a, b cloud.LoadBalancer) int { return strings.Compare(a.Name, b.Name) })
-	return st
 }

@@ -213,7 +213,7 @@ func convergedAWS(ctx context.Context, client kubernetes.Interface, lab *Lab, n 
 		return progressOf{state: fmt.Sprintf("%d of %d Services have an EXTERNAL-IP", withIP, n)}
 	}
 	var targets [][]cloud.Target
-	for _, lb := range lab.Cloud.AWSLoadBalancerViews() {
+	for _, lb := range lab.Cloud.LoadBalancerViews() {
 		targets = append(targets, lb.Targets)
 	}
 	return countTargets(targets, n, "ELBs", "instances")

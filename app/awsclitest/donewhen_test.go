@@ -263,7 +263,7 @@ func TestDoneWhen(t *testing.T) {
 		t.Logf("describe-instance-health: %+v", res.InstanceStates)
 		// The lab's own explanation is on the page (the target's reason),
 		// never in the AWS API's answer.
-		for _, lb := range lab.Cloud.AWSLoadBalancerViews() {
+		for _, lb := range lab.Cloud.LoadBalancerViews() {
 			if lb.Name != name {
 				continue
 			}

@@ -106,7 +106,7 @@ func quotasOnTheServedLab(t *testing.T, lab *apptest.Lab) {
 	}
 	q := lab.Cloud.Config().Quotas
 	classic := 0
-	for _, lb := range lab.Cloud.AWSLoadBalancerViews() {
+	for _, lb := range lab.Cloud.LoadBalancerViews() {
 		if lb.Kind == cloud.LBKindClassic {
 			classic++
 		}

@@ -103,8 +103,10 @@ func evalServiceGone(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcom
 		return errOutcome(err)
 	}
 	tag := format.Namespace + "/" + c.Name
-	for _, lb := range e.env.Cloud.Snapshot().LoadBalancers {
-		if lb.Tags[cloud.ServiceTag] == tag {
+	// Every load balancer, the lab's own and the AWS model's (a Classic
+	// ELB or NLB left behind counts too).
+	for _, lb := range e.env.Cloud.LoadBalancerViews() {
+		if cloud.TaggedService(lb.Tags) == tag {
 			return failf("Service %s は消えましたが、ロードバランサー %s がクラウドに残っています。", "Service %s is gone but load balancer %s is still in the cloud.", c.Name, lb.Name)
 		}
 	}

@@ -50,25 +50,19 @@ type healthRec struct {
 	code   string
 }
 
-// AWSLoadBalancerViews returns the Classic ELBs and NLBs as LoadBalancer
-// values, sorted by name, shared and read-only as LoadBalancerViews's are:
-// a Classic ELB that has not changed since an earlier call is the very
-// same *LoadBalancer as then. The data plane rebuilds its view of the
-// cloud after every burst of changes; with a thousand ELBs of a thousand
-// instances each, copying every target each time held the cloud's lock
-// for most of a second and starved the calls that change it. NLB views
-// are built fresh: their listeners and target groups change under ARNs
-// of their own, and a lab has few of them. Callers must not modify what
-// they get.
-func (c *Cloud) AWSLoadBalancerViews() []*LoadBalancer {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	c.viewMu.Lock()
-	defer c.viewMu.Unlock()
+// awsViewsLocked appends the Classic ELBs and NLBs to the one list of
+// LoadBalancerViews. A Classic ELB that has not changed since an earlier
+// call is the very same *LoadBalancer as then: the data plane rebuilds
+// its view of the cloud after every burst of changes; with a thousand
+// ELBs of a thousand instances each, copying every target each time held
+// the cloud's lock for most of a second and starved the calls that change
+// it. NLB views are built fresh: their listeners and target groups change
+// under ARNs of their own, and a lab has few of them. Called with mu
+// read-locked and viewMu held.
+func (c *Cloud) awsViewsLocked(out []*LoadBalancer) []*LoadBalancer {
 	if c.awsViews == nil {
 		c.awsViews = map[string]*LoadBalancer{}
 	}
-	out := make([]*LoadBalancer, 0, len(c.aws.elbs)+len(c.aws.nlbs))
 	for name, lb := range c.aws.elbs {
 		v := c.awsViews[name]
 		if v == nil {
@@ -89,7 +83,19 @@ func (c *Cloud) AWSLoadBalancerViews() []*LoadBalancer {
 		v := c.nlbViewLocked(lb)
 		out = append(out, &v)
 	}
-	slices.SortFunc(out, func(a, b *LoadBalancer) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// awsLoadBalancersLocked copies the Classic ELBs' and NLBs' views, for
+// Snapshot.
+func (c *Cloud) awsLoadBalancersLocked() []LoadBalancer {
+	out := make([]LoadBalancer, 0, len(c.aws.elbs)+len(c.aws.nlbs))
+	for _, lb := range c.aws.elbs {
+		out = append(out, c.elbViewLocked(lb))
+	}
+	for _, lb := range c.aws.nlbs {
+		out = append(out, c.nlbViewLocked(lb))
+	}
 	return out
 }
 
@@ -343,18 +349,12 @@ func sortTargets(ts []Target) {
 	slices.SortFunc(ts, func(a, b Target) int { return cmp.Or(strings.Compare(a.ID, b.ID), cmp.Compare(a.Port, b.Port)) })
 }
 
-// SetAWSTargetsHealth is SetTargetsHealth for a Classic ELB or NLB view:
-// what the data plane's health checks found. Not an API call; subscribers
-// get an EventELB when the health actually changes. Health is not
-// persisted, as for the lab's load balancers.
-func (c *Cloud) SetAWSTargetsHealth(name string, updates []TargetHealthUpdate) error {
-	for _, u := range updates {
-		switch u.Health {
-		case TargetInitial, TargetHealthy, TargetUnhealthy, TargetUnused:
-		default:
-			return errorf(ErrValidation, "Target health '%s' must be one of [initial, healthy, unhealthy, unused]", u.Health)
-		}
-	}
+// setAWSTargetsHealth is SetTargetsHealth for a Classic ELB or NLB view:
+// health is kept beside the model (c.aws.health), by view name and
+// "id:port", since a Classic ELB registers instances, not ports;
+// subscribers get an EventELB when the health actually changes. Health
+// is not persisted, as for the lab's load balancers.
+func (c *Cloud) setAWSTargetsHealth(name string, updates []TargetHealthUpdate) error {
 	c.mu.Lock()
 	_, isELB := c.aws.elbs[name]
 	isNLB := slices.ContainsFunc(slices.Collect(maps.Values(c.aws.nlbs)), func(lb *NLB) bool { return lb.Name == name })

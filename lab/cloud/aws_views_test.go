@@ -54,7 +54,7 @@ func TestAWSLoadBalancerViews(t *testing.T) {
 
 	sorted := []string{a.ID, b.ID} // views sort targets by ID
 	slices.Sort(sorted)
-	views := c.AWSLoadBalancerViews()
+	views := c.LoadBalancerViews()
 	if len(views) != 2 || views[0].Name != "a1" || views[1].Name != "n1" {
 		t.Fatalf("views %+v, want a1 and n1", views)
 	}
@@ -117,7 +117,7 @@ func TestAWSLoadBalancerViews(t *testing.T) {
 
 	events, stop := c.Subscribe(16)
 	defer stop()
-	if err := c.SetAWSTargetsHealth("n1", []TargetHealthUpdate{{ID: a.ID, Port: 30081, Health: TargetHealthy}, {ID: b.ID, Port: 30081, Health: TargetUnhealthy, Reason: "no local endpoints"}}); err != nil {
+	if err := c.SetTargetsHealth("n1", []TargetHealthUpdate{{ID: a.ID, Port: 30081, Health: TargetHealthy}, {ID: b.ID, Port: 30081, Health: TargetUnhealthy, Reason: "no local endpoints"}}); err != nil {
 		t.Fatal(err)
 	}
 	if ev := <-events; ev.Kind != EventELB || ev.ID != "n1" {
@@ -151,7 +151,7 @@ func TestAWSLoadBalancerViews(t *testing.T) {
 	if got := c.AWSLoadBalancerName(nlb.ARN); !slices.Equal(got, []string{"n1"}) {
 		t.Errorf("AWSLoadBalancerName of a deleted NLB = %v, want n1", got)
 	}
-	if err := c.SetAWSTargetsHealth("nope", nil); !IsCode(err, ErrLBNotFound) {
+	if err := c.SetTargetsHealth("nope", nil); !IsCode(err, ErrLBNotFound) {
 		t.Fatalf("unknown load balancer: %v", err)
 	}
 	if err := c.SetELBBackendPolicies(ctx, "a1", 30080, []string{"nope"}); !IsCode(err, "PolicyNotFound") {
@@ -176,7 +176,7 @@ func TestAWSViewsShared(t *testing.T) {
 	}
 	view := func() *LoadBalancer {
 		t.Helper()
-		vs := c.AWSLoadBalancerViews()
+		vs := c.LoadBalancerViews()
 		if len(vs) != 1 {
 			t.Fatalf("%d views, want 1", len(vs))
 		}
@@ -198,10 +198,10 @@ func TestAWSViewsShared(t *testing.T) {
 	}{
 		{"nothing", func() error { return nil }, false, func(v *LoadBalancer) bool { return health(v, a.ID) == TargetInitial }},
 		{"health set", func() error {
-			return c.SetAWSTargetsHealth("a1", []TargetHealthUpdate{{ID: a.ID, Port: 30080, Health: TargetHealthy}})
+			return c.SetTargetsHealth("a1", []TargetHealthUpdate{{ID: a.ID, Port: 30080, Health: TargetHealthy}})
 		}, true, func(v *LoadBalancer) bool { return health(v, a.ID) == TargetHealthy }},
 		{"same health again", func() error {
-			return c.SetAWSTargetsHealth("a1", []TargetHealthUpdate{{ID: a.ID, Port: 30080, Health: TargetHealthy}})
+			return c.SetTargetsHealth("a1", []TargetHealthUpdate{{ID: a.ID, Port: 30080, Health: TargetHealthy}})
 		}, false, func(v *LoadBalancer) bool { return health(v, a.ID) == TargetHealthy }},
 		{"instance stopped", func() error { _, err := c.StopInstance(ctxAs("student"), b.ID); return err },
 			true, func(v *LoadBalancer) bool { return health(v, b.ID) == TargetUnused }},
@@ -229,7 +229,7 @@ func TestAWSViewsShared(t *testing.T) {
 	if err := c.DeleteELB(ctx, "a1"); err != nil {
 		t.Fatal(err)
 	}
-	if vs := c.AWSLoadBalancerViews(); len(vs) != 0 {
+	if vs := c.LoadBalancerViews(); len(vs) != 0 {
 		t.Errorf("views after the delete: %d, want 0", len(vs))
 	}
 }

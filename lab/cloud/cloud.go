@@ -1,11 +1,12 @@
 package cloud
 
 import (
+	"cmp"
 	"context"
 	"errors"
-	"maps"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,9 +39,9 @@ type Cloud struct {
 	// Filled under mu.RLock, so it has a lock of its own.
 	viewMu sync.Mutex
 	views  map[string]*LoadBalancer
-	// awsViews does the same for the AWS model's Classic ELBs (by name)
-	// for AWSLoadBalancerViews; an instance's state is in every view that
-	// targets it, so a state change drops them all (dropAWSViews).
+	// awsViews does the same for the AWS model's Classic ELBs (by name);
+	// an instance's state is in every view that targets it, so a state
+	// change drops them all (dropAWSViews).
 	awsViews map[string]*LoadBalancer
 
 	faults faultState
@@ -317,31 +318,49 @@ func (c *Cloud) Routes() []Route {
 	return c.routesLocked()
 }
 
-// LoadBalancerViews returns every load balancer, sorted by name, as shared
-// read-only values: one that has not changed since an earlier call is the
-// very same *LoadBalancer as then, so a reader that refreshes on every
-// change (the data plane) copies only what changed instead of every target
-// of every load balancer. Callers must not modify what they get.
+// LoadBalancerViews returns every load balancer, the lab's own (Kind "")
+// and the AWS model's Classic ELBs and NLBs (aws_views.go) in one list,
+// sorted by name and then kind, as shared read-only values: one that has
+// not changed since an earlier call is the very same *LoadBalancer as
+// then, so a reader that refreshes on every change (the data plane)
+// copies only what changed instead of every target of every load
+// balancer. Callers must not modify what they get.
 func (c *Cloud) LoadBalancerViews() []*LoadBalancer {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	c.viewMu.Lock()
 	defer c.viewMu.Unlock()
+	out := make([]*LoadBalancer, 0, len(c.lbs)+len(c.aws.elbs)+len(c.aws.nlbs))
+	out = c.ownViewsLocked(out)
+	out = c.awsViewsLocked(out)
+	slices.SortFunc(out, func(a, b *LoadBalancer) int { return compareLBs(*a, *b) })
+	return out
+}
+
+// compareLBs orders the one list of load balancers: by name, then kind
+// (the lab's own first), so two providers' load balancers of one name
+// keep a stable order.
+func compareLBs(a, b LoadBalancer) int {
+	return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.Kind, b.Kind))
+}
+
+// ownViewsLocked appends the cached views of the lab's own load
+// balancers, building those that changed. Called with mu read-locked and
+// viewMu held.
+func (c *Cloud) ownViewsLocked(out []*LoadBalancer) []*LoadBalancer {
 	if c.views == nil {
 		c.views = map[string]*LoadBalancer{}
 	}
-	names := slices.Sorted(maps.Keys(c.lbs))
-	out := make([]*LoadBalancer, len(names))
-	for i, n := range names {
+	for n, lb := range c.lbs {
 		v := c.views[n]
 		if v == nil {
-			cp := c.lbs[n].clone()
+			cp := lb.clone()
 			v = &cp
 			c.views[n] = v
 		}
-		out[i] = v
+		out = append(out, v)
 	}
-	if len(c.views) > len(names) { // drop the views of deleted ones
+	if len(c.views) > len(c.lbs) { // drop the views of deleted ones
 		for n := range c.views {
 			if _, ok := c.lbs[n]; !ok {
 				delete(c.views, n)
@@ -380,11 +399,13 @@ func (c *Cloud) dropAWSViews() {
 // State is a point-in-time copy of every resource, for the UI.
 type State struct {
 	Instances     []Instance     `json:"instances"`     // launch order
-	LoadBalancers []LoadBalancer `json:"loadBalancers"` // by name
+	LoadBalancers []LoadBalancer `json:"loadBalancers"` // by name, then kind: the lab's own and the AWS model's
 	Routes        []Route        `json:"routes"`        // by destination
 }
 
-// Snapshot returns a deep copy of all resources, sorted deterministically.
+// Snapshot returns a deep copy of all resources, sorted deterministically;
+// its load balancers are the one list of LoadBalancerViews (both
+// providers'), copied.
 // It copies every target of every load balancer, so with 1,000 nodes and
 // 1,000 load balancers prefer Describe calls for targeted reads.
 func (c *Cloud) Snapshot() State {
@@ -392,7 +413,7 @@ func (c *Cloud) Snapshot() State {
 	defer c.mu.RUnlock()
 	return State{
 		Instances:     c.instancesLocked(),
-		LoadBalancers: c.loadBalancersLocked(),
+		LoadBalancers: c.allLoadBalancersLocked(),
 		Routes:        c.routesLocked(),
 	}
 }

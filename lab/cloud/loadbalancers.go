@@ -254,7 +254,7 @@ func (c *Cloud) DescribeLoadBalancers(ctx context.Context, names ...string) ([]L
 		c.mu.RLock()
 		defer c.mu.RUnlock()
 		if len(names) == 0 {
-			out = c.loadBalancersLocked()
+			out = c.ownLoadBalancersLocked()
 			return fmt.Sprintf("%d load balancers", len(out)), nil
 		}
 		var missing []string
@@ -479,6 +479,12 @@ type TargetHealthUpdate struct {
 // one event per target would have every subscriber re-read the cloud a
 // million times. Updates naming no registered target are skipped and
 // counted in the error; the others still apply.
+//
+// It is the one health setter of the one list of load balancers
+// (LoadBalancerViews): name is a lab load balancer's or, when the lab has
+// none of that name, a Classic ELB's or NLB's (aws_views.go), whose
+// updates are not checked against registrations (a Classic ELB's targets
+// are its instances on every instance port).
 func (c *Cloud) SetTargetsHealth(name string, updates []TargetHealthUpdate) error {
 	for _, u := range updates {
 		switch u.Health {
@@ -487,6 +493,17 @@ func (c *Cloud) SetTargetsHealth(name string, updates []TargetHealthUpdate) erro
 			return errorf(ErrValidation, "Target health '%s' must be one of [initial, healthy, unhealthy, unused]", u.Health)
 		}
 	}
+	c.mu.RLock()
+	_, own := c.lbs[name]
+	c.mu.RUnlock()
+	if !own {
+		return c.setAWSTargetsHealth(name, updates)
+	}
+	return c.setOwnTargetsHealth(name, updates)
+}
+
+// setOwnTargetsHealth is SetTargetsHealth for a lab load balancer.
+func (c *Cloud) setOwnTargetsHealth(name string, updates []TargetHealthUpdate) error {
 	c.mu.Lock()
 	lb, err := c.lbLocked(name)
 	if err != nil {
@@ -541,12 +558,22 @@ func (c *Cloud) lbLocked(name string) (*LoadBalancer, error) {
 	return lb, nil
 }
 
-func (c *Cloud) loadBalancersLocked() []LoadBalancer {
+// ownLoadBalancersLocked copies the lab's own load balancers, by name:
+// what the lab's DescribeLoadBalancers answers.
+func (c *Cloud) ownLoadBalancersLocked() []LoadBalancer {
 	names := slices.Sorted(maps.Keys(c.lbs))
 	out := make([]LoadBalancer, len(names))
 	for i, n := range names {
 		out[i] = c.lbs[n].clone()
 	}
+	return out
+}
+
+// allLoadBalancersLocked copies the one list: the lab's own load
+// balancers and the AWS model's, by name and then kind.
+func (c *Cloud) allLoadBalancersLocked() []LoadBalancer {
+	out := append(c.ownLoadBalancersLocked(), c.awsLoadBalancersLocked()...)
+	slices.SortFunc(out, compareLBs)
 	return out
 }
 

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -289,14 +288,10 @@ func relevantEvent(ev cloud.Event) bool {
 // closes listeners to match it. Only Run's goroutine calls it.
 func (d *Dataplane) syncCloud() *cloudView {
 	c := d.cfg.Cloud
-	// The lab's own load balancers, then the AWS model's Classic ELBs and
-	// NLBs (made by the upstream AWS provider), with the security groups
-	// those are checked against.
-	lbs := c.LoadBalancerViews()
-	if aws := c.AWSLoadBalancerViews(); len(aws) > 0 {
-		lbs = append(slices.Clone(lbs), aws...)
-	}
-	cv := indexCloud(lbs, c.Instances(), c.Routes(), d.vpc)
+	// Every load balancer (the lab's own and the AWS model's Classic ELBs
+	// and NLBs, one list), with the security groups the AWS ones are
+	// checked against.
+	cv := indexCloud(c.LoadBalancerViews(), c.Instances(), c.Routes(), d.vpc)
 	cv.aws = newAWSSecurity(c.SecurityGroupViews(), c.NodeSecurityGroups())
 	d.cloudView.Store(cv)
 	d.syncListeners(cv)

@@ -131,7 +131,6 @@ func (st *hcState) record(r checkResult, p hcParams) {
 // healthChange is one target whose recorded health is to change.
 type healthChange struct {
 	LB     string
-	AWS    bool // an AWS model load balancer: SetAWSTargetsHealth
 	Target string
 	Port   int32
 	Health cloud.TargetHealth
@@ -188,7 +187,7 @@ func (d *Dataplane) healthRound(cv *cloudView, now time.Time) []healthChange {
 				}
 			}
 			if st.health != t.Health || st.why != t.Reason || st.code != t.Code {
-				out = append(out, healthChange{LB: lb.Name, AWS: isAWS(lb), Target: t.ID, Port: t.Port, Health: st.health, Reason: st.why, Code: st.code})
+				out = append(out, healthChange{LB: lb.Name, Target: t.ID, Port: t.Port, Health: st.health, Reason: st.why, Code: st.code})
 			}
 		}
 	}
@@ -300,11 +299,7 @@ func (d *Dataplane) checkHealth(cv *cloudView) {
 		for i, c := range changes[:n] {
 			updates[i] = cloud.TargetHealthUpdate{ID: c.Target, Port: c.Port, Health: c.Health, Reason: c.Reason, Code: c.Code}
 		}
-		set := d.cfg.Cloud.SetTargetsHealth
-		if changes[0].AWS {
-			set = d.cfg.Cloud.SetAWSTargetsHealth
-		}
-		if err := set(lb, updates); err != nil {
+		if err := d.cfg.Cloud.SetTargetsHealth(lb, updates); err != nil {
 			// A target or the load balancer went away since the snapshot;
 			// the next round works from a fresh one.
 			d.log.Debug("setting target health", "lb", lb, "targets", n, "err", err)
