@@ -310,7 +310,10 @@ func (a *App) startCluster(ctx context.Context) (cluster, error) {
 		Verbosity:     a.cfg.Verbosity,
 		Progress:      a.cfg.Progress,
 		APIServerOnly: a.cfg.BareAPIServer,
-		Logger:        a.cfg.Logger.With("component", "etcd"),
+		// The kubevirt profile's management side: its VMIs and its CCM
+		// (app/sim kubevirt.go), <data-dir>/infra-kubeconfig.
+		Infra:  a.cfg.Profile.Name == "kubevirt" && !a.cfg.BareAPIServer,
+		Logger: a.cfg.Logger.With("component", "etcd"),
 	})
 }
 
@@ -358,6 +361,9 @@ func (a *App) build(ctx, gctx context.Context, g *errgroup.Group, cl cluster, l 
 	// built from too.
 	scfg := sim.Served(a.cfg.Lab(), sim.Embedded{StaticPods: static, CACertPEM: caCert, CAKeyPEM: caKey})
 	scfg.Logs, scfg.RestConfig, scfg.ClusterCIDR = a.logs, cl.RestConfig(), cl.ClusterCIDR()
+	if embedded && cp.Infra() != nil {
+		scfg.Infra = cp.Infra().RestConfig()
+	}
 	scfg.CloudStatePath = filepath.Join(a.dataDir, "cloud.json")
 	scfg.CloudFiles = a.cfg.Files
 	scfg.OnChange = pub.flowChange

@@ -44,6 +44,11 @@ type Process struct {
 	// uses): the Pod's ServiceAccount, or with
 	// --use-service-account-credentials each controller's own.
 	Config func(clientName string) (*rest.Config, error)
+	// LeaseConfig, when set, is where the leader election's Lease and its
+	// events live instead of Config(""): the kubevirt profile's CCM runs
+	// in the management cluster and keeps its Lease there, out of the
+	// tenant it acts on.
+	LeaseConfig *rest.Config
 
 	tuning Tuning
 	cidrs  []*net.IPNet
@@ -140,9 +145,12 @@ func (m *Manager) RunProcess(ctx context.Context, p Process) error {
 			<-done
 		}
 	}()
-	own, err := p.Config("")
-	if err != nil {
-		return err
+	own := p.LeaseConfig
+	if own == nil {
+		var err error
+		if own, err = p.Config(""); err != nil {
+			return err
+		}
 	}
 	own = rest.CopyConfig(own)
 	own.UserAgent = "cloud-controller-manager/leader-election"

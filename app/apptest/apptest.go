@@ -54,6 +54,11 @@ func served(env *cptest.Env, l sim.Lab) (sim.Config, error) {
 	}
 	cfg := sim.Served(l, sim.Embedded{StaticPods: env.CP.StaticPods(), CACertPEM: caCert, CAKeyPEM: caKey})
 	cfg.ClusterCIDR = env.CP.ClusterCIDR()
+	if in := env.CP.Infra(); in != nil && l.Profile.Name == "kubevirt" {
+		// The kubevirt profile's management side, as app gives it
+		// (cptest.Main with controlplane.Config.Infra).
+		cfg.Infra = in.RestConfig()
+	}
 	return cfg, nil
 }
 

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -94,6 +95,12 @@ type Config struct {
 	// them no kubelet API runs.
 	CACertPEM, CAKeyPEM []byte
 
+	// Infra reaches the kubevirt profile's management apiserver
+	// (controlplane.Infra): with it the profile's VMs are VMIs there and
+	// its CCM a Deployment there (kubevirt.go). Required for kubevirt with
+	// a control-plane node.
+	Infra *rest.Config
+
 	Logger *slog.Logger
 }
 
@@ -118,6 +125,8 @@ func (c *Config) validate() error {
 		return errors.New("sim: CloudLatency must not be negative")
 	case c.HeartbeatInterval < 0:
 		return errors.New("sim: HeartbeatInterval must not be negative")
+	case c.Profile.Name == "kubevirt" && c.ControlPlaneNode && c.Infra == nil:
+		return errors.New("sim: the kubevirt profile needs its management apiserver (Infra)")
 	}
 	return nil
 }
@@ -163,8 +172,14 @@ func New(ctx context.Context, cfg Config) (_ *Sim, err error) {
 	}
 	// EC2 holds pending, stopping and shutting-down for a while; the served
 	// lab does too (docs/aws.md, "Instance state changes").
-	c, err := cloud.New(cloud.Config{IngressMode: ingress, StatePath: cfg.CloudStatePath, Files: cfg.CloudFiles, Quotas: cfg.CloudQuotas,
-		InstanceTransition: cloud.DefaultInstanceTransition})
+	cc := cloud.Config{IngressMode: ingress, StatePath: cfg.CloudStatePath, Files: cfg.CloudFiles, Quotas: cfg.CloudQuotas,
+		InstanceTransition: cloud.DefaultInstanceTransition}
+	kv := cfg.Profile.Name == "kubevirt" && cfg.Infra != nil
+	if kv {
+		// The tenant's VMs are named as Cluster API names Machines.
+		cc.HostName = kubevirtHostName(cmp.Or(cc.ClusterID, "ccmlab"))
+	}
+	c, err := cloud.New(cc)
 	if err != nil {
 		return nil, err
 	}
@@ -254,6 +269,11 @@ func New(ctx context.Context, cfg Config) (_ *Sim, err error) {
 		kc.StaticPods = s.staticPods
 		kc.Runtime = runtimes{ccmRuntime{s: s}, lbcRuntime{s: s}}
 	}
+	if kv {
+		// The chapter's tenant shows its first (control-plane) node with
+		// no taint at all.
+		kc.ControlPlaneUntainted = true
+	}
 	if s.Kubelets, err = kubelet.New(kc); err != nil {
 		return nil, err
 	}
@@ -264,6 +284,11 @@ func New(ctx context.Context, cfg Config) (_ *Sim, err error) {
 	}
 	if cfg.ControlPlaneNode {
 		mc.Switch = s.switchCCM // the switches patch the CCM's DaemonSet
+	}
+	if kv {
+		// The CCM is the management side's Deployment, over VMIs.
+		mc.Switch = s.switchInfraCCM
+		mc.Upstream = s.kubevirtUpstream
 	}
 	if s.Manager, err = controllers.NewManager(mc); err != nil {
 		return nil, err
@@ -302,8 +327,14 @@ func (s *Sim) Go(ctx context.Context, g *errgroup.Group) {
 	} {
 		Go(ctx, g, p.name, p.run)
 	}
+	if s.isKubevirt() {
+		Go(ctx, g, "kubevirt vmis", s.runVMIs)               // kubevirt.go
+		Go(ctx, g, "kubevirt ccm deployment", s.runInfraCCM) // kubevirt.go
+	}
 	if s.cfg.ControlPlaneNode {
-		Go(ctx, g, "ccm daemonset", s.runCCMObjects)       // ccmpod.go
+		if !s.isKubevirt() {
+			Go(ctx, g, "ccm daemonset", s.runCCMObjects) // ccmpod.go
+		}
 		Go(ctx, g, "kube-system add-ons", s.runKubeSystem) // kubesystem.go
 		if s.lbcOn() {
 			Go(ctx, g, "aws-load-balancer-controller", s.runLBCObjects) // lbcpod.go

@@ -14,7 +14,7 @@ var Layers = [][]string{
 	{"internal/..."},
 	{"lab/profile", "lab/ccmnames", "lab/flow/flowtext", "lab/dataplane/tracetext"},
 	{"lab/cloud", "lab/controlplane"},
-	{"lab/kubelet", "lab/dataplane", "lab/controlplane/cptest", "lab/awsapi/..."},
+	{"lab/kubelet", "lab/dataplane", "lab/controlplane/cptest", "lab/awsapi/...", "lab/kubevirt"},
 	{"lab/flow", "lab/history", "lab/flow/upstreamflow", "lab/podruntime", "lab/dataplane/outside"},
 	{"lab/dataplane/lowports"},
 	{"controllers/..."},

@@ -41,6 +41,12 @@ type Config struct {
 	LBCIDR      string // default "198.51.100.0/24" (TEST-NET-2); at most /30
 	// DefaultInstanceType is used when RunInstanceInput.InstanceType is empty.
 	DefaultInstanceType string // default "m5.large"
+	// HostName, when set, names a new instance (its Name and
+	// PrivateDNSName, so the Node its kubelet registers) from its ID and
+	// tags instead of EC2's ip-<address>.<region>.compute.internal: the
+	// kubevirt profile's VMs are named as Cluster API names Machines. It
+	// must return a DNS label, unique per ID.
+	HostName func(id string, tags map[string]string) string
 	// StatePath is a JSON file holding instances, load balancers and routes.
 	// "" keeps everything in memory. New loads it when it exists.
 	StatePath string

@@ -110,8 +110,12 @@ func (c *Cloud) RunInstance(ctx context.Context, in RunInstanceInput) (Instance,
 		}
 		c.instSeq++
 		dns := "ip-" + strings.ReplaceAll(ip, ".", "-") + "." + c.cfg.Region + ".compute.internal"
+		id := c.newInstanceIDLocked()
+		if c.cfg.HostName != nil {
+			dns = c.cfg.HostName(id, in.Tags)
+		}
 		rec := &instanceRec{seq: c.instSeq, Instance: Instance{
-			ID:                  c.newInstanceIDLocked(),
+			ID:                  id,
 			Name:                dns,
 			Zone:                zone,
 			InstanceType:        itype,

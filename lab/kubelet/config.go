@@ -54,6 +54,11 @@ type Config struct {
 	// node (the instance tagged ControlPlaneTag); its kubelet keeps a
 	// mirror Pod for each (staticpods.go). Optional.
 	StaticPods func() []StaticPod
+	// ControlPlaneUntainted registers the control-plane node without
+	// node-role.kubernetes.io/control-plane:NoSchedule, as kubeadm does
+	// with an empty nodeRegistration.taints: the kubevirt profile's tenant
+	// cluster, whose first node the chapter shows with no taint at all.
+	ControlPlaneUntainted bool
 	// Runtime runs the containers of the Pods it claims (runtime.go);
 	// optional. CrashBackoff and MaxCrashBackoff are the back-off after a
 	// container exits (defaults 10s and 300s, the kubelet's).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -215,7 +216,11 @@ func (k *kubelet) register(ctx context.Context) error {
 	inst := k.instance()
 	now := metav1.NewTime(k.now())
 	nodes := k.m.cfg.Client.CoreV1().Nodes()
-	created, err := nodes.Create(ctx, newNode(inst, k.bootID, now), metav1.CreateOptions{})
+	n := newNode(inst, k.bootID, now)
+	if k.m.cfg.ControlPlaneUntainted {
+		n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t v1.Taint) bool { return t.Key == LabelControlPlane })
+	}
+	created, err := nodes.Create(ctx, n, metav1.CreateOptions{})
 	switch {
 	case err == nil:
 		k.nodeUID = created.UID
