@@ -92,10 +92,27 @@ type Action struct {
 	fn      func(ctx context.Context, in any) (any, error)
 }
 
-func act[In, Out any](name string, fn func(context.Context, *In) (*Out, error)) Action {
-	return Action{Name: name, In: reflect.TypeFor[In](), Out: reflect.TypeFor[Out](), fn: func(ctx context.Context, in any) (any, error) {
+// act declares an action once: its name is its input type's, less
+// "Input" (ec2.DescribeVpcsInput serves DescribeVpcs), as aws-sdk-go-v2
+// names every operation's input; STS's hand-written
+// getCallerIdentityInput follows the same rule. The call log, IAM
+// denials and the botocore judge all read the name from here, and
+// gennames writes it into lab/cloud's vocabulary (actions_gen.go).
+func act[In, Out any](fn func(context.Context, *In) (*Out, error)) Action {
+	in := reflect.TypeFor[In]()
+	return Action{Name: actionName(in), In: in, Out: reflect.TypeFor[Out](), fn: func(ctx context.Context, in any) (any, error) {
 		return fn(ctx, in.(*In))
 	}}
+}
+
+// actionName is the action an input type is for: its name without the
+// "Input" suffix, starting upper case.
+func actionName(in reflect.Type) string {
+	n := strings.TrimSuffix(in.Name(), "Input")
+	if n == "" || n == in.Name() {
+		panic("awsapi: " + in.String() + " is no operation's input type")
+	}
+	return strings.ToUpper(n[:1]) + n[1:]
 }
 
 type service struct {

@@ -34,7 +34,7 @@ var stsElements = map[string]string{
 }
 
 func (h *Handler) stsActions() []Action {
-	return []Action{act("GetCallerIdentity", h.getCallerIdentity)}
+	return []Action{act(h.getCallerIdentity)}
 }
 
 // getCallerIdentity answers who signed: the lab's account and the caller's

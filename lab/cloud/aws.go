@@ -51,84 +51,64 @@ const (
 	ErrInvalidConfiguration  = "InvalidConfigurationRequest"
 )
 
-// AWS actions beyond the lab's own (faults.go); names shared by ELB and
-// ELBv2 (CreateLoadBalancer, ...) are one action for Deny and FailNext.
+// AWS actions beyond the lab's own (faults.go), the names the model's
+// calls are logged under; names shared by ELB and ELBv2
+// (CreateLoadBalancer, ...) are one action for Deny and FailNext. Which
+// names Deny and FailNext accept is lab/awsapi's list (AWSActions).
 const (
-	ActionDescribeVpcs                      = "DescribeVpcs"
-	ActionDescribeSubnets                   = "DescribeSubnets"
-	ActionDescribeAvailabilityZones         = "DescribeAvailabilityZones"
-	ActionDescribeInternetGateways          = "DescribeInternetGateways"
-	ActionDescribeSecurityGroups            = "DescribeSecurityGroups"
-	ActionCreateSecurityGroup               = "CreateSecurityGroup"
-	ActionDeleteSecurityGroup               = "DeleteSecurityGroup"
-	ActionAuthorizeSecurityGroupIngress     = "AuthorizeSecurityGroupIngress"
-	ActionRevokeSecurityGroupIngress        = "RevokeSecurityGroupIngress"
-	ActionCreateTags                        = "CreateTags"
-	ActionDeleteTags                        = "DeleteTags"
-	ActionModifyInstanceAttribute           = "ModifyInstanceAttribute"
-	ActionCreateLoadBalancerListeners       = "CreateLoadBalancerListeners"
-	ActionDeleteLoadBalancerListeners       = "DeleteLoadBalancerListeners"
-	ActionRegisterInstancesWithLB           = "RegisterInstancesWithLoadBalancer"
-	ActionDeregisterInstancesFromLB         = "DeregisterInstancesFromLoadBalancer"
-	ActionDescribeLoadBalancerAttributes    = "DescribeLoadBalancerAttributes"
-	ActionModifyLoadBalancerAttributes      = "ModifyLoadBalancerAttributes"
-	ActionApplySecurityGroupsToLB           = "ApplySecurityGroupsToLoadBalancer"
-	ActionAttachLoadBalancerToSubnets       = "AttachLoadBalancerToSubnets"
-	ActionDetachLoadBalancerFromSubnets     = "DetachLoadBalancerFromSubnets"
-	ActionAddTags                           = "AddTags"
-	ActionDescribeTags                      = "DescribeTags"
-	ActionCreateTargetGroup                 = "CreateTargetGroup"
-	ActionDescribeTargetGroups              = "DescribeTargetGroups"
-	ActionModifyTargetGroup                 = "ModifyTargetGroup"
-	ActionDeleteTargetGroup                 = "DeleteTargetGroup"
-	ActionDescribeTargetHealth              = "DescribeTargetHealth"
-	ActionCreateListener                    = "CreateListener"
-	ActionDescribeListeners                 = "DescribeListeners"
-	ActionModifyListener                    = "ModifyListener"
-	ActionDeleteListener                    = "DeleteListener"
-	ActionDescribeListenerAttributes        = "DescribeListenerAttributes"
-	ActionDescribeRules                     = "DescribeRules"
-	ActionDescribeTargetGroupAttributes     = "DescribeTargetGroupAttributes"
-	ActionModifyTargetGroupAttributes       = "ModifyTargetGroupAttributes"
-	ActionDescribeLoadBalancerPolicies      = "DescribeLoadBalancerPolicies"
-	ActionDescribeInstanceHealth            = "DescribeInstanceHealth"
-	ActionDescribeNetworkInterfaces         = "DescribeNetworkInterfaces"
-	ActionDescribeInstanceTopology          = "DescribeInstanceTopology"
-	ActionSetLoadBalancerPoliciesOfListener = "SetLoadBalancerPoliciesOfListener"
-	ActionCreateLoadBalancerPolicy          = "CreateLoadBalancerPolicy"
-	ActionSetBackendPolicies                = "SetLoadBalancerPoliciesForBackendServer"
-	ActionDescribeInstanceStatus            = "DescribeInstanceStatus"
-	ActionDescribeRegions                   = "DescribeRegions"
+	ActionDescribeVpcs                   = "DescribeVpcs"
+	ActionDescribeSubnets                = "DescribeSubnets"
+	ActionDescribeAvailabilityZones      = "DescribeAvailabilityZones"
+	ActionDescribeSecurityGroups         = "DescribeSecurityGroups"
+	ActionCreateSecurityGroup            = "CreateSecurityGroup"
+	ActionDeleteSecurityGroup            = "DeleteSecurityGroup"
+	ActionAuthorizeSecurityGroupIngress  = "AuthorizeSecurityGroupIngress"
+	ActionRevokeSecurityGroupIngress     = "RevokeSecurityGroupIngress"
+	ActionCreateTags                     = "CreateTags"
+	ActionDeleteTags                     = "DeleteTags"
+	ActionModifyInstanceAttribute        = "ModifyInstanceAttribute"
+	ActionCreateLoadBalancerListeners    = "CreateLoadBalancerListeners"
+	ActionDeleteLoadBalancerListeners    = "DeleteLoadBalancerListeners"
+	ActionRegisterInstancesWithLB        = "RegisterInstancesWithLoadBalancer"
+	ActionDeregisterInstancesFromLB      = "DeregisterInstancesFromLoadBalancer"
+	ActionDescribeLoadBalancerAttributes = "DescribeLoadBalancerAttributes"
+	ActionModifyLoadBalancerAttributes   = "ModifyLoadBalancerAttributes"
+	ActionApplySecurityGroupsToLB        = "ApplySecurityGroupsToLoadBalancer"
+	ActionAttachLoadBalancerToSubnets    = "AttachLoadBalancerToSubnets"
+	ActionDetachLoadBalancerFromSubnets  = "DetachLoadBalancerFromSubnets"
+	ActionAddTags                        = "AddTags"
+	ActionDescribeTags                   = "DescribeTags"
+	ActionCreateTargetGroup              = "CreateTargetGroup"
+	ActionDescribeTargetGroups           = "DescribeTargetGroups"
+	ActionModifyTargetGroup              = "ModifyTargetGroup"
+	ActionDeleteTargetGroup              = "DeleteTargetGroup"
+	ActionDescribeTargetHealth           = "DescribeTargetHealth"
+	ActionCreateListener                 = "CreateListener"
+	ActionDescribeListeners              = "DescribeListeners"
+	ActionModifyListener                 = "ModifyListener"
+	ActionDeleteListener                 = "DeleteListener"
+	ActionDescribeListenerAttributes     = "DescribeListenerAttributes"
+	ActionDescribeRules                  = "DescribeRules"
+	ActionDescribeTargetGroupAttributes  = "DescribeTargetGroupAttributes"
+	ActionModifyTargetGroupAttributes    = "ModifyTargetGroupAttributes"
+	ActionDescribeInstanceHealth         = "DescribeInstanceHealth"
+	ActionDescribeNetworkInterfaces      = "DescribeNetworkInterfaces"
+	ActionDescribeInstanceTopology       = "DescribeInstanceTopology"
+	ActionCreateLoadBalancerPolicy       = "CreateLoadBalancerPolicy"
+	ActionSetBackendPolicies             = "SetLoadBalancerPoliciesForBackendServer"
+	ActionDescribeInstanceStatus         = "DescribeInstanceStatus"
+	ActionDescribeRegions                = "DescribeRegions"
 )
 
-var awsActions = []string{
-	ActionDescribeVpcs, ActionDescribeSubnets, ActionDescribeAvailabilityZones,
-	ActionDescribeInternetGateways, ActionDescribeSecurityGroups,
-	ActionCreateSecurityGroup, ActionDeleteSecurityGroup,
-	ActionAuthorizeSecurityGroupIngress, ActionRevokeSecurityGroupIngress,
-	ActionCreateTags, ActionDeleteTags, ActionModifyInstanceAttribute,
-	ActionCreateLoadBalancerListeners, ActionDeleteLoadBalancerListeners,
-	ActionRegisterInstancesWithLB, ActionDeregisterInstancesFromLB,
-	ActionDescribeLoadBalancerAttributes, ActionModifyLoadBalancerAttributes,
-	ActionApplySecurityGroupsToLB, ActionAttachLoadBalancerToSubnets,
-	ActionDetachLoadBalancerFromSubnets, ActionAddTags, ActionDescribeTags,
-	ActionCreateTargetGroup, ActionDescribeTargetGroups, ActionModifyTargetGroup,
-	ActionDeleteTargetGroup, ActionDescribeTargetHealth, ActionCreateListener,
-	ActionDescribeListeners, ActionModifyListener, ActionDeleteListener,
-	ActionDescribeTargetGroupAttributes, ActionModifyTargetGroupAttributes,
-	ActionDescribeLoadBalancerPolicies, ActionDescribeInstanceHealth,
-	ActionDescribeNetworkInterfaces, ActionSetLoadBalancerPoliciesOfListener,
-	ActionDescribeInstanceTopology, ActionCreateLoadBalancerPolicy, ActionSetBackendPolicies,
-	ActionDescribeInstanceStatus, ActionDescribeRegions,
-	ActionDescribeListenerAttributes, ActionDescribeRules,
-}
-
 // AWSActions returns the AWS wire API's actions that are not also lab
-// actions (Actions); Faults.Deny and FailNext accept both.
+// actions (Actions); Faults.Deny and FailNext accept both. The names come
+// from lab/awsapi, where each action is declared once (actions_gen.go).
 func AWSActions() []string {
-	a := slices.Clone(awsActions)
-	slices.Sort(a)
-	return a
+	lab := Actions()
+	return slices.DeleteFunc(slices.Clone(wireActions), func(a string) bool {
+		_, found := slices.BinarySearch(lab, a)
+		return found
+	})
 }
 
 type serviceKey struct{}

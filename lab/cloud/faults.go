@@ -99,7 +99,10 @@ func CallerARN(caller string) string {
 
 func isAction(s string) bool {
 	_, found := slices.BinarySearch(Actions(), s)
-	return found || slices.Contains(awsActions, s)
+	if !found {
+		_, found = slices.BinarySearch(wireActions, s)
+	}
+	return found
 }
 
 // Faults is what an instructor injects to show how controllers cope with an
