@@ -477,11 +477,43 @@ const exercises = initExercises({
     dirty("flow", "nodeinit", "control");
   },
 });
-let presenter = params.get("presenter") === "1";
-try {
-  presenter = presenter || localStorage.getItem("ccmlab.presenter") === "1";
-} catch {
-  // ignore
+// fitAside keeps the exercise panel between where it starts on the
+// screen and the docked console (style.css): scrolled to the top the
+// header is above it, scrolled down it sticks to the window's top edge,
+// and either way its last line is above the console, never behind it.
+let fitting = false;
+function fitAside() {
+  if (fitting) return;
+  fitting = true;
+  requestAnimationFrame(() => {
+    fitting = false;
+    const aside = document.getElementById("exercises");
+    const top = aside ? Math.max(0, Math.round(aside.getBoundingClientRect().top)) : 0;
+    document.documentElement.style.setProperty("--aside-top", top + "px");
+  });
+}
+window.addEventListener("scroll", fitAside, { passive: true });
+window.addEventListener("resize", fitAside);
+// What sits above the column (the header, which wraps once the profile
+// and the connection are known; an alert) moves it without a scroll.
+if (typeof ResizeObserver === "function") {
+  const above = new ResizeObserver(fitAside);
+  for (const el of document.querySelectorAll("body > header, body > .alert")) above.observe(el);
+}
+fitAside();
+
+// The URL decides first (?presenter=1 or ?presenter=0, a link an
+// instructor shares), then the last choice this browser made.
+let presenter = false;
+const presenterParam = params.get("presenter");
+if (presenterParam === "1" || presenterParam === "0") {
+  presenter = presenterParam === "1";
+} else {
+  try {
+    presenter = localStorage.getItem("ccmlab.presenter") === "1";
+  } catch {
+    // storage may be off
+  }
 }
 setPresenter(presenter);
 

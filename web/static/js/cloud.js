@@ -7,6 +7,9 @@ import { table } from "./rows.js";
 import { INSTANCE_GLYPH, HEALTH_GLYPH, CALL_BADGE } from "./vocab.js";
 
 const CALLS_SHOWN = 100;
+// CONTROL_PLANE_TAG marks the control-plane instance (lab/kubelet's
+// ControlPlaneTag).
+const CONTROL_PLANE_TAG = "k8s.io/role/control-plane";
 
 const instanceRows = table({
   body: "instances-body",
@@ -32,8 +35,12 @@ const instanceRows = table({
       // only enables the ones the instance's state allows.
       make: (i) => [instanceButton(i, "stop", ""), instanceButton(i, "start", ""), instanceButton(i, "terminate", "btn-danger")],
       cell: (i, _, td) => {
-        const allowed = { stop: i.state === "running", start: i.state === "stopped", terminate: i.state !== "terminated" };
+        // The control-plane instance (kubelet.ControlPlaneTag) runs the
+        // lab's own control plane: the page offers no way to end it.
+        const cp = !!(i.tags && i.tags[CONTROL_PLANE_TAG]);
+        const allowed = { stop: i.state === "running", start: i.state === "stopped", terminate: i.state !== "terminated" && !cp };
         for (const [op, ok] of Object.entries(allowed)) setAttr(td.querySelector(`[data-op="${op}"]`), "disabled", !ok);
+        setAttr(td.querySelector('[data-op="terminate"]'), "title", cp ? t("action.terminate.cp") : null);
       },
     },
   ],

@@ -79,14 +79,20 @@ export function renderFlow(st, ui) {
 // whoever sent it: the page's button, curl at a listener, or a test. A
 // trace names its Service when the data plane could tell; one that names
 // only the load balancer belongs to the Service whose flow has that LB.
+// A request to an earlier Service of the same name (deleted, created
+// again) is not this one's: the trace's serviceUID tells them apart.
 export function latestTrace(st, key, flow) {
   if (!key) return null;
   const lb = flow && flow.lb;
+  const svc = st.services.get(key);
+  const uid = svc && svc.uid;
+  const ours = (tr) => !(uid && tr.serviceUID && tr.serviceUID !== uid);
   for (let i = st.traces.length - 1; i >= 0; i--) {
     const tr = st.traces[i];
-    if (tr.service === key || (lb && tr.lb === lb)) return tr;
+    if ((tr.service === key || (lb && tr.lb === lb)) && ours(tr)) return tr;
   }
-  return st.lastTrace.get(key) || null;
+  const last = st.lastTrace.get(key);
+  return last && ours(last) ? last : null;
 }
 
 function syncSelect(sel, keys, selected) {

@@ -387,12 +387,26 @@ function drawInstance(x, ix, iy, box, seen) {
   if (x.node) m.pos.set(x.node.name, at);
 }
 
+// lbServices maps each load balancer's name to its Service
+// (namespace/name), from the flows, which know it by the Service's UID.
+function lbServices(st) {
+  const out = new Map();
+  for (const f of st.serviceFlows.values()) if (f.lb) out.set(f.lb, f.service);
+  return out;
+}
+
+// shortService drops the default namespace, as kubectl does.
+function shortService(key) {
+  return key.startsWith("default/") ? key.slice("default/".length) : key;
+}
+
 function drawLBs(st, ui, md, L, seen) {
   const selected = selectedService(st, ui);
   const flow = selected ? st.serviceFlows.get(selected) : null;
   const focusLB = flow && flow.lb;
   const allLines = md.lbs.length <= MAX_LB_LINES;
   setAttr(m.svg, "data-lb-lines", allLines ? "all" : "selected");
+  const serviceOf = lbServices(st);
   md.lbs.forEach(({ lb, targets }, i) => {
     const x = PAD + (i % L.lbPerRow) * (L.lbW + 12);
     const y = L.lbTop + Math.floor(i / L.lbPerRow) * (LB_H + 12);
@@ -417,12 +431,16 @@ function drawLBs(st, ui, md, L, seen) {
     setAttr(rect, "width", L.lbW);
     setAttr(name, "x", x + 10);
     setAttr(name, "y", y + 19);
-    setText(name, "⇄ " + truncate(lb.name, 22));
+    // A load balancer's name is a hash of its Service's UID: the box
+    // names the Service, the hash stays in the tooltip and the text.
+    const svc = serviceOf.get(lb.name) || "";
+    setAttr(g, "data-service", svc || null);
+    setText(name, "⇄ " + truncate(svc ? shortService(svc) : lb.name, 22));
     const healthy = targets.filter((x) => x.tg.health === "healthy").length;
     setAttr(sum, "x", x + 10);
     setAttr(sum, "y", y + 38);
     setText(sum, t("map.lb.targets", { n: targets.length, h: healthy }));
-    setText(tip, [lb.name, lb.dnsName || lb.ip || "", lb.targetType].filter(Boolean).join("\n"));
+    setText(tip, [svc ? t("lb.for", { name: svc }) : "", lb.name, lb.dnsName || lb.ip || "", lb.targetType].filter(Boolean).join("\n"));
     setAttr(g, "data-selected", lb.name === focusLB ? "true" : null);
     const cx = x + L.lbW / 2;
     m.pos.set(lb.name, { x: cx, y, el: g });
@@ -604,9 +622,12 @@ function renderText(st, md) {
       lines.push(`  ${x.id}${x.node ? " (" + x.node.name + ")" : ""}${x.controlPlane ? ", " + t("map.controlPlane") : ""}: ${t(S.key)}; ${x.pods.length ? t("map.pods", { n: x.pods.length }) : t("map.pods.none")}`);
     }
   }
+  const serviceOf = lbServices(st);
   for (const { lb, targets } of md.lbs) {
     const healthy = targets.filter((x) => x.tg.health === "healthy").length;
-    lines.push(`${t("map.text.lb", { name: lb.name })}: ${t("map.lb.targets", { n: targets.length, h: healthy })}`);
+    const svc = serviceOf.get(lb.name);
+    const name = svc ? `${lb.name} (${t("lb.for", { name: svc })})` : lb.name;
+    lines.push(`${t("map.text.lb", { name })}: ${t("map.lb.targets", { n: targets.length, h: healthy })}`);
     // Many targets: only those not healthy, which are the news.
     for (const { tg, to } of targets) {
       if (targets.length > 12 && tg.health === "healthy") continue;
