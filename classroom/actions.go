@@ -17,9 +17,8 @@ import (
 	"time"
 
 	"github.com/ccmlab/ccmlab/classroom/labclient"
-	"github.com/ccmlab/ccmlab/exercises"
 	"github.com/ccmlab/ccmlab/internal/httpguard"
-	"github.com/ccmlab/ccmlab/lab/cloud"
+	"github.com/ccmlab/ccmlab/internal/labapi"
 )
 
 // ActionResult is what one lab answered to an action.
@@ -193,7 +192,7 @@ func (c *Classroom) actionReset(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := c.each(r.Context(), req.Students, func(ctx context.Context, lab *labclient.Client) error {
-		_, err := lab.Reset(ctx, req.Exercise, exercises.ResetOptions{})
+		_, err := lab.Reset(ctx, req.Exercise, labapi.ResetOptions{})
 		return err
 	})
 	if err != nil {
@@ -211,8 +210,8 @@ func (c *Classroom) actionLatency(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d, err := time.ParseDuration(req.Latency)
-	if err != nil || d < 0 || d > cloud.MaxLatency {
-		httpguard.WriteError(w, http.StatusBadRequest, fmt.Sprintf("latency %q: want a duration from 0s to %s, like \"2s\"", req.Latency, cloud.MaxLatency))
+	if err != nil || d < 0 || d > labapi.MaxLatency {
+		httpguard.WriteError(w, http.StatusBadRequest, fmt.Sprintf("latency %q: want a duration from 0s to %s, like \"2s\"", req.Latency, labapi.MaxLatency))
 		return
 	}
 	if !c.knownStudents(w, req.Students) {

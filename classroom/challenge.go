@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/ccmlab/ccmlab/classroom/labclient"
-	"github.com/ccmlab/ccmlab/exercises"
 	"github.com/ccmlab/ccmlab/internal/httpguard"
+	"github.com/ccmlab/ccmlab/internal/labapi"
 )
 
 var causeRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
@@ -18,19 +18,19 @@ var causeRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
 // Challenge is GET /api/challenge: the diagnosis challenge's causes, as
 // the lab it was asked of lists them (each with its label in ja and en).
 type Challenge struct {
-	Exercise string                `json:"exercise"`
-	Causes   []exercises.CauseView `json:"causes"`
-	AskedOf  string                `json:"askedOf"`
+	Exercise string             `json:"exercise"`
+	Causes   []labapi.CauseView `json:"causes"`
+	AskedOf  string             `json:"askedOf"`
 }
 
 // causes reads the diagnosis challenge's causes from a lab.
-func causes(ctx context.Context, lab *labclient.Client) ([]exercises.CauseView, error) {
-	d, err := lab.Exercise(ctx, exercises.MysteryID)
+func causes(ctx context.Context, lab *labclient.Client) ([]labapi.CauseView, error) {
+	d, err := lab.Exercise(ctx, labapi.MysteryID)
 	if err != nil {
 		return nil, errNoChallenge(err)
 	}
 	if d.MysteryView == nil || len(d.Causes) == 0 {
-		return nil, fmt.Errorf("its %s exercise lists no causes", exercises.MysteryID)
+		return nil, fmt.Errorf("its %s exercise lists no causes", labapi.MysteryID)
 	}
 	return d.Causes, nil
 }
@@ -38,7 +38,7 @@ func causes(ctx context.Context, lab *labclient.Client) ([]exercises.CauseView, 
 // errNoChallenge says a lab's ccmlab has no diagnosis challenge.
 func errNoChallenge(err error) error {
 	if labclient.IsNotFound(err) {
-		return fmt.Errorf("this lab has no diagnosis challenge (exercise %s): its ccmlab is older than the challenge", exercises.MysteryID)
+		return fmt.Errorf("this lab has no diagnosis challenge (exercise %s): its ccmlab is older than the challenge", labapi.MysteryID)
 	}
 	return err
 }
@@ -52,7 +52,7 @@ func (c *Classroom) challengeCauses(w http.ResponseWriter, r *http.Request) {
 			httpguard.WriteError(w, http.StatusBadGateway, fmt.Sprintf("asking %s's lab for its challenge: %v", s, err))
 			return
 		}
-		writeJSON(w, Challenge{Exercise: exercises.MysteryID, Causes: list, AskedOf: s})
+		writeJSON(w, Challenge{Exercise: labapi.MysteryID, Causes: list, AskedOf: s})
 		return
 	}
 	httpguard.WriteError(w, http.StatusConflict, "no lab is running to ask for the challenge's causes: the list appears once a student's lab is ready")
@@ -60,7 +60,7 @@ func (c *Classroom) challengeCauses(w http.ResponseWriter, r *http.Request) {
 
 // labCauses are the challenge's causes as the first running lab lists
 // them; ok is false when no lab runs or none answers.
-func (c *Classroom) labCauses(r *http.Request) (list []exercises.CauseView, askedOf string, ok bool) {
+func (c *Classroom) labCauses(r *http.Request) (list []labapi.CauseView, askedOf string, ok bool) {
 	for s, lab := range c.runningLabs() {
 		if list, err := causes(r.Context(), lab); err == nil {
 			return list, s, true
@@ -87,7 +87,7 @@ func (c *Classroom) actionChallenge(w http.ResponseWriter, r *http.Request) {
 	if req.Cause != "" {
 		// An unknown cause is refused here, not by each lab after the
 		// portal said 200.
-		if list, asked, ok := c.labCauses(r); ok && !slices.ContainsFunc(list, func(k exercises.CauseView) bool { return k.ID == req.Cause }) {
+		if list, asked, ok := c.labCauses(r); ok && !slices.ContainsFunc(list, func(k labapi.CauseView) bool { return k.ID == req.Cause }) {
 			ids := make([]string, 0, len(list))
 			for _, k := range list {
 				ids = append(ids, k.ID)
@@ -97,7 +97,7 @@ func (c *Classroom) actionChallenge(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	res, err := c.each(r.Context(), req.Students, func(ctx context.Context, lab *labclient.Client) error {
-		_, err := lab.Reset(ctx, exercises.MysteryID, exercises.ResetOptions{Cause: req.Cause})
+		_, err := lab.Reset(ctx, labapi.MysteryID, labapi.ResetOptions{Cause: req.Cause})
 		return errNoChallenge(err)
 	})
 	if err != nil {

@@ -17,7 +17,9 @@ import (
 	"github.com/ccmlab/ccmlab/exercises"
 	"github.com/ccmlab/ccmlab/internal/httpguard"
 	"github.com/ccmlab/ccmlab/internal/i18n"
+	"github.com/ccmlab/ccmlab/internal/labapi"
 	"github.com/ccmlab/ccmlab/lab/flow"
+	"github.com/ccmlab/ccmlab/server/stream"
 )
 
 // fakeBackend reports every lab ready at a fixed address (fake labs).
@@ -182,9 +184,19 @@ func TestLabStuck(t *testing.T) {
 	cl := newClass(cfg, &tokens{students: map[string]string{}})
 	cl.status = func(string) (string, string) { return stateReady, "" }
 	noCtl := &flow.Stuck{Reason: flow.ReasonNoServiceController, Message: "no Service controller runs"}
-	cl.stuckSnapshot("alice", flow.Snapshot{
+	// The portal reads a lab's snapshot as labapi.Flows: what the lab
+	// sends (a flow.Snapshot inside the stream's snapshot) decodes into it.
+	sent, err := json.Marshal(stream.Snapshot{Snapshot: flow.Snapshot{
 		ServiceFlows: []flow.ServiceFlow{{Service: "default/web", Stuck: noCtl}, {Service: "default/ok"}},
-	})
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var flows labapi.Flows
+	if err := json.Unmarshal(sent, &flows); err != nil || len(flows.ServiceFlows) != 2 {
+		t.Fatalf("the snapshot's flows read %+v (%v)", flows, err)
+	}
+	cl.stuckSnapshot("alice", flows)
 	clk.Step(90 * time.Second)
 	cl.stuckChange("alice", "node", "ip-10-0-0-1", &flow.Stuck{Reason: flow.ReasonNoNodeController, Message: "no Node controller"})
 	clk.Step(30 * time.Second)

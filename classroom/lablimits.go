@@ -7,8 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
-	"github.com/ccmlab/ccmlab/lab/cloud"
-	"github.com/ccmlab/ccmlab/lab/controlplane"
+	"github.com/ccmlab/ccmlab/internal/labapi"
 )
 
 // What one lab may use (docs/classroom.md, docs/security.md).
@@ -19,7 +18,7 @@ const (
 	DefaultLabMemory = 1 << 30
 	// DefaultLabOpenFiles: an idle lab holds about 160 descriptors, 140
 	// of them loopback sockets of its own control plane; its load
-	// balancers add at most cloud.DefaultListenerSockets. 4,096 leaves a
+	// balancers add at most labapi.DefaultListenerSockets. 4,096 leaves a
 	// busy lab room and stops a runaway one long before the host's own
 	// limits.
 	DefaultLabOpenFiles = 4096
@@ -61,7 +60,7 @@ func (o LabOptions) Describe(backend string) string {
 		mem += " (Go soft limit)"
 	}
 	return fmt.Sprintf("memory %s, %d open files, %d load balancer listener sockets (cloud quota), etcd %s (backend quota)",
-		mem, o.OpenFiles, cloud.DefaultListenerSockets, resource.NewQuantity(controlplane.DefaultEtcdQuotaBytes, resource.BinarySI))
+		mem, o.OpenFiles, labapi.DefaultListenerSockets, resource.NewQuantity(labapi.DefaultEtcdQuotaBytes, resource.BinarySI))
 }
 
 // LabLimits says what one lab of the class may use (the class's defaults

@@ -11,9 +11,7 @@ import (
 	"time"
 
 	"github.com/ccmlab/ccmlab/classroom/labclient"
-	"github.com/ccmlab/ccmlab/lab/flow"
-	"github.com/ccmlab/ccmlab/server/hub"
-	"github.com/ccmlab/ccmlab/server/stream"
+	"github.com/ccmlab/ccmlab/internal/labapi"
 )
 
 // class is the portal's view of everyone's progress, fed by the labs'
@@ -239,37 +237,37 @@ func (c *class) follow(ctx context.Context, name, addr string) error {
 			return err
 		}
 		switch m.Type {
-		case stream.TypeSnapshot:
-			var snap flow.Snapshot
+		case labapi.TypeSnapshot:
+			var snap labapi.Flows
 			if err := json.Unmarshal(m.Data, &snap); err == nil {
 				c.stuckSnapshot(name, snap)
 			}
 			c.refresh(ctx, lab, name, "")
-		case stream.TypeNodeFlow:
-			var ch stream.NodeFlowChange
+		case labapi.TypeNodeFlow:
+			var ch labapi.NodeFlowChange
 			if err := json.Unmarshal(m.Data, &ch); err == nil {
-				var st *flow.Stuck
+				var st *labapi.Stuck
 				if ch.Data != nil {
 					st = ch.Data.Stuck
 				}
 				c.stuckChange(name, "node", ch.Key, st)
 			}
-		case stream.TypeServiceFlow:
-			var ch stream.ServiceFlowChange
+		case labapi.TypeServiceFlow:
+			var ch labapi.ServiceFlowChange
 			if err := json.Unmarshal(m.Data, &ch); err == nil {
-				var st *flow.Stuck
+				var st *labapi.Stuck
 				if ch.Data != nil {
 					st = ch.Data.Stuck
 				}
 				c.stuckChange(name, "service", ch.Key, st)
 			}
-		case hub.TypeResync:
+		case labapi.TypeResync:
 			c.refresh(ctx, lab, name, "")
-		case stream.TypeExercise:
-			var d stream.Exercise
+		case labapi.TypeExercise:
+			var d labapi.Exercise
 			_ = json.Unmarshal(m.Data, &d)
 			c.refresh(ctx, lab, name, d.Exercise)
-		case stream.TypeBye:
+		case labapi.TypeBye:
 			return nil
 		}
 	}
@@ -277,14 +275,14 @@ func (c *class) follow(ctx context.Context, name, addr string) error {
 
 // stuckSnapshot replaces what a lab says is stuck with its snapshot's
 // flows, keeping the first-seen time of what was already stuck.
-func (c *class) stuckSnapshot(name string, snap flow.Snapshot) {
+func (c *class) stuckSnapshot(name string, snap labapi.Flows) {
 	now := c.cfg.Clock.Now().UTC()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	p := c.students[name]
 	old := p.stuck
 	p.stuck = map[string]LabStuck{}
-	add := func(kind, key string, st *flow.Stuck) {
+	add := func(kind, key string, st *labapi.Stuck) {
 		if st == nil {
 			return
 		}
@@ -305,7 +303,7 @@ func (c *class) stuckSnapshot(name string, snap flow.Snapshot) {
 
 // stuckChange applies one flow change: stuck (set or still), or not
 // (st nil: moving again, or gone).
-func (c *class) stuckChange(name, kind, key string, st *flow.Stuck) {
+func (c *class) stuckChange(name, kind, key string, st *labapi.Stuck) {
 	k := kind + "/" + key
 	c.mu.Lock()
 	defer c.mu.Unlock()

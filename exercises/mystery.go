@@ -20,15 +20,14 @@ import (
 	"github.com/ccmlab/ccmlab/exercises/format"
 	"github.com/ccmlab/ccmlab/internal/i18n"
 	"github.com/ccmlab/ccmlab/internal/kube"
+	"github.com/ccmlab/ccmlab/internal/labapi"
 	"github.com/ccmlab/ccmlab/lab/ccmnames"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/profile"
 )
 
-// MysteryID is the diagnosis challenge: Reset leaves a type: LoadBalancer
-// Service whose load balancer does not serve, for one hidden cause; the
-// student names the cause, then fixes it.
-const MysteryID = "mystery-pending"
+// MysteryID is the diagnosis challenge's exercise (labapi).
+const MysteryID = labapi.MysteryID
 
 // MysteryService is the challenge's Service and Deployment, in the default
 // namespace. The name says nothing about the cause.
@@ -131,38 +130,12 @@ func causeIndex(id string) int {
 	return slices.IndexFunc(causes(), func(c cause) bool { return c.id == id })
 }
 
-// CauseView is a cause as the page lists it: never whether it is the one.
-type CauseView struct {
-	ID    string    `json:"id"`
-	Label i18n.Text `json:"label"`
-}
-
-// MysteryView is what GET /api/exercises/mystery-pending adds: the Service
-// to diagnose, the causes to choose from, the last answer and, only once
-// the student has named the right cause, the cause and why it looked the
-// way it did.
-type MysteryView struct {
-	Service string      `json:"service"`
-	Causes  []CauseView `json:"causes"`
-	// Named: the student has given the diagnosis; the first answer is
-	// final, right or wrong.
-	Named bool `json:"named"`
-	// Answer and Correct are the last answer and whether it was right.
-	Answer  string `json:"answer,omitempty"`
-	Correct *bool  `json:"correct,omitempty"`
-	// Misses counts the wrong answers; each one costs an attempt.
-	Misses int `json:"misses,omitempty"`
-	// Nudge, after a wrong answer, says where the evidence for or against
-	// that answer is, never what the hidden cause is.
-	Nudge string `json:"nudge,omitempty"`
-	// Cause and Why: the hidden cause, revealed once it was named.
-	Cause string `json:"cause,omitempty"`
-	Why   string `json:"why,omitempty"`
-	// Plant: the page may offer the choice of the next reset's cause. The
-	// server sets it for an instructor (or a lab of one's own), never
-	// for a student behind the classroom portal.
-	Plant bool `json:"plant,omitempty"`
-}
+// A cause as the page lists it, and what the challenge's exercise adds
+// (labapi).
+type (
+	CauseView   = labapi.CauseView
+	MysteryView = labapi.MysteryView
+)
 
 // nudges say, for a cause named wrongly, what the lab would show if it
 // were the cause and where to look: the student checks the evidence

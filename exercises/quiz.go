@@ -10,29 +10,14 @@ import (
 	"github.com/ccmlab/ccmlab/exercises/format"
 	"github.com/ccmlab/ccmlab/exercises/progress"
 	"github.com/ccmlab/ccmlab/internal/i18n"
+	"github.com/ccmlab/ccmlab/internal/labapi"
 )
 
-// QuestionView is a quiz question. A choice's reasoning is shown once it
-// was chosen; all of them once the question was answered correctly.
-type QuestionView struct {
-	ID       string       `json:"id"`
-	Question string       `json:"question"`
-	Choices  []ChoiceView `json:"choices"`
-	Answered bool         `json:"answered"`
-	Choice   *int         `json:"choice,omitempty"`
-	Correct  bool         `json:"correct"`
-	Attempts int          `json:"attempts"`
-	// Locked: the exercise's steps have not all passed; Question and
-	// Choices are then left out (the API refuses an answer).
-	Locked bool `json:"locked,omitempty"`
-}
-
-// ChoiceView is one choice; Why and Correct are set once revealed.
-type ChoiceView struct {
-	Text    string `json:"text"`
-	Why     string `json:"why,omitempty"`
-	Correct *bool  `json:"correct,omitempty"`
-}
+// A quiz question and its choices as the page shows them (labapi).
+type (
+	QuestionView = labapi.QuestionView
+	ChoiceView   = labapi.ChoiceView
+)
 
 // questionView shows the choices in the student's order (order[i] is the
 // file's index of the choice shown at i), the first answer's choice and

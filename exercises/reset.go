@@ -20,6 +20,7 @@ import (
 	"github.com/ccmlab/ccmlab/exercises/progress"
 	"github.com/ccmlab/ccmlab/internal/i18n"
 	"github.com/ccmlab/ccmlab/internal/kube"
+	"github.com/ccmlab/ccmlab/internal/labapi"
 	"github.com/ccmlab/ccmlab/lab/ccmnames"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/flow"
@@ -58,12 +59,9 @@ func (s *Service) Reset(ctx context.Context, id string) error {
 	return s.ResetWith(ctx, id, ResetOptions{})
 }
 
-// ResetOptions is the optional body of POST /api/exercises/{id}/reset.
-type ResetOptions struct {
-	// Cause names the hidden cause of a diagnosis challenge; other
-	// exercises take none.
-	Cause string `json:"cause,omitempty"`
-}
+// ResetOptions is the optional body of POST /api/exercises/{id}/reset
+// (labapi).
+type ResetOptions = labapi.ResetOptions
 
 // ResetWith is Reset with options.
 func (s *Service) ResetWith(ctx context.Context, id string, opts ResetOptions) error {

@@ -4,18 +4,13 @@ import (
 	"slices"
 
 	"github.com/ccmlab/ccmlab/exercises/format"
+	"github.com/ccmlab/ccmlab/internal/labapi"
 	"github.com/ccmlab/ccmlab/lab/ccmnames"
 	"github.com/ccmlab/ccmlab/lab/profile"
 )
 
-// Restart is the lab an unavailable exercise would run in: the profile
-// and add-ons to restart the lab with. The page offers it (with a
-// confirmation) instead of a bare "not in this lab"; progress is kept
-// across the restart.
-type Restart struct {
-	Profile string   `json:"profile"`
-	Addons  []string `json:"addons"`
-}
+// Restart is the lab an unavailable exercise would run in (labapi).
+type Restart = labapi.Restart
 
 // restartFor says how this lab would have to restart for ex to run, or
 // nil when it runs already, when the lab cannot restart itself

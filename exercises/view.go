@@ -2,132 +2,25 @@ package exercises
 
 import (
 	"context"
-	"time"
 
 	"github.com/ccmlab/ccmlab/exercises/format"
 	"github.com/ccmlab/ccmlab/exercises/progress"
 	"github.com/ccmlab/ccmlab/internal/i18n"
+	"github.com/ccmlab/ccmlab/internal/labapi"
 )
 
-// Summary is one line of the exercise list.
-type Summary struct {
-	ID      string `json:"id"`
-	Order   int    `json:"order"`
-	Title   string `json:"title"`
-	Goal    string `json:"goal"`
-	Minutes int    `json:"minutes"`
-	// Available is false when this lab lacks what the exercise needs;
-	// Unavailable then says what.
-	Available   bool   `json:"available"`
-	Unavailable string `json:"unavailable,omitempty"`
-	// Restart, when the exercise is unavailable and the lab can restart
-	// itself, is the profile and add-ons to restart it with
-	// (POST /api/lab/restart).
-	Restart *Restart `json:"restart,omitempty"`
-	// Started: the exercise was reset (its StartedAt is its own). The
-	// page reads it for the diagnosis challenge, which runs from its reset
-	// until the cause is named.
-	Started          bool `json:"started"`
-	Steps            int  `json:"steps"`
-	StepsPassed      int  `json:"stepsPassed"`
-	Questions        int  `json:"questions"`
-	QuestionsCorrect int  `json:"questionsCorrect"`
-	Done             bool `json:"done"`
-	// WrongAnswers counts wrong quiz choices, typed values and named
-	// causes; HintsOpened the hints (and solutions) opened. Both are for
-	// the instructor's dashboard.
-	WrongAnswers int `json:"wrongAnswers"`
-	HintsOpened  int `json:"hintsOpened"`
-}
-
-// Detail is one exercise in one language with the student's progress.
-type Detail struct {
-	Summary
-	Setup    string   `json:"setup"`
-	Profiles []string `json:"profiles,omitempty"`
-	Requires []string `json:"requires,omitempty"`
-	// Latency is the cloud latency the reset sets for classroom pace
-	// ("" when the exercise leaves it alone); CloudLatency is the latency
-	// now (the instructor may have changed it).
-	Latency      string    `json:"latency,omitempty"`
-	CloudLatency string    `json:"cloudLatency"`
-	StartedAt    time.Time `json:"startedAt"`
-	// CurrentStep is the id of the first step not passed ("" when all
-	// passed or there are none).
-	CurrentStep string         `json:"currentStep"`
-	Steps       []StepView     `json:"steps"`
-	Quiz        []QuestionView `json:"quiz"`
-	// Reset is the note the last reset left when it did not simply go
-	// through: it failed (and why), or it was interrupted by a stop of the
-	// lab and finished at the next start. Nil otherwise.
-	Reset *ResetNote `json:"reset,omitempty"`
-	// Ending is the exercise's closing text (what was seen, the chapter's
-	// section and goal it serves), sent only once the exercise is Done:
-	// it names what the steps ask the student to find.
-	Ending string `json:"ending,omitempty"`
-	// *MysteryView: mystery-pending's service and causes (mystery.go).
-	*MysteryView
-}
-
-// ResetNote is what the page says about the last reset.
-type ResetNote struct {
-	// State is progress.ResetFailed, progress.ResetResumed or
-	// progress.ResetRunning (a reset is running now).
-	State string    `json:"state"`
-	Note  string    `json:"note,omitempty"`
-	At    time.Time `json:"at"`
-}
-
-// StepView is a step as the page shows it.
-type StepView struct {
-	ID       string        `json:"id"`
-	Title    string        `json:"title"`
-	Body     string        `json:"body"`
-	Commands []CommandView `json:"commands"`
-	// Hints are the hints opened so far (POST …/steps/<step>/hint opens
-	// the next); HintCount is how many the step has.
-	Hints     []string `json:"hints"`
-	HintCount int      `json:"hintCount"`
-	// Checks names what "check now" looks at, e.g. "serviceExternalIP".
-	Checks   []string  `json:"checks"`
-	Passed   bool      `json:"passed"`
-	PassedAt time.Time `json:"passedAt,omitzero"`
-	Attempts int       `json:"attempts"`
-	// Locked: an earlier step has not passed yet.
-	Locked bool `json:"locked"`
-	// Explanation is shown once the step passed.
-	Explanation string `json:"explanation,omitempty"`
-	// Solution is what passes the step, commands and page actions. It is
-	// sent only once every hint was opened and the solution asked for (one
-	// more …/hint): before that, SolutionHidden says there is one.
-	Solution       []SolutionView `json:"solution"`
-	SolutionHidden bool           `json:"solutionHidden,omitempty"`
-	// Answer is set when the step asks the student to type a value.
-	Answer *AnswerView `json:"answer,omitempty"`
-}
-
-// SolutionView is one line of a step's solution: a command (Command, with
-// Console saying whether the lab's console runs it) or an action in words.
-type SolutionView struct {
-	Command string `json:"command,omitempty"`
-	Console bool   `json:"console,omitempty"`
-	Action  string `json:"action,omitempty"`
-}
-
-// AnswerView is a step's typed answer as the page shows it.
-type AnswerView struct {
-	Prompt   string `json:"prompt"`
-	Value    string `json:"value,omitempty"` // the last value typed
-	Correct  bool   `json:"correct"`
-	Attempts int    `json:"attempts"`
-}
-
-// CommandView is one command to try. Console says whether the lab's
-// console runs it; the others need a shell (pipes, sleep, jq).
-type CommandView struct {
-	Line    string `json:"line"`
-	Console bool   `json:"console"`
-}
+// The views of the exercise API are wire types, defined in
+// internal/labapi so that the classroom reads them without linking the
+// exercises.
+type (
+	Summary      = labapi.Summary
+	Detail       = labapi.Detail
+	ResetNote    = labapi.ResetNote
+	StepView     = labapi.StepView
+	SolutionView = labapi.SolutionView
+	AnswerView   = labapi.AnswerView
+	CommandView  = labapi.CommandView
+)
 
 func (s *Service) summary(ex *format.Exercise, lang string, steps map[string]progress.StepProgress, answers map[string]progress.Answer, n counts) Summary {
 	sum := Summary{ID: ex.ID, Order: ex.Order, Title: ex.Title.In(i18n.Lang(lang)), Goal: ex.Goal.In(i18n.Lang(lang)), Minutes: ex.Minutes,

@@ -14,10 +14,8 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/ccmlab/ccmlab/exercises"
 	"github.com/ccmlab/ccmlab/internal/httpguard"
-	"github.com/ccmlab/ccmlab/lab/cloud"
-	"github.com/ccmlab/ccmlab/server/hub"
+	"github.com/ccmlab/ccmlab/internal/labapi"
 )
 
 // Defaults of Config.
@@ -105,49 +103,49 @@ func (c *Client) Healthy(ctx context.Context) error {
 
 // Exercises is GET /api/exercises: every exercise with the student's
 // progress.
-func (c *Client) Exercises(ctx context.Context) ([]exercises.Summary, error) {
-	var out []exercises.Summary
+func (c *Client) Exercises(ctx context.Context) ([]labapi.Summary, error) {
+	var out []labapi.Summary
 	return out, c.call(ctx, http.MethodGet, "/api/exercises", nil, &out)
 }
 
 // Exercise is GET /api/exercises/<id>: one exercise's steps and the
 // student's place in it (with the causes to choose from for
-// exercises.MysteryID).
-func (c *Client) Exercise(ctx context.Context, id string) (exercises.Detail, error) {
-	var out exercises.Detail
+// labapi.MysteryID).
+func (c *Client) Exercise(ctx context.Context, id string) (labapi.Detail, error) {
+	var out labapi.Detail
 	return out, c.call(ctx, http.MethodGet, exercisePath(id), nil, &out)
 }
 
 // Reset is POST /api/exercises/<id>/reset; opts.Cause names the hidden
 // cause of the diagnosis challenge (empty: the lab picks one). It answers
 // the exercise as it is after the reset.
-func (c *Client) Reset(ctx context.Context, id string, opts exercises.ResetOptions) (exercises.Detail, error) {
-	var out exercises.Detail
+func (c *Client) Reset(ctx context.Context, id string, opts labapi.ResetOptions) (labapi.Detail, error) {
+	var out labapi.Detail
 	return out, c.call(ctx, http.MethodPost, exercisePath(id)+"/reset", opts, &out)
 }
 
 // Faults is GET /api/cloud/faults.
-func (c *Client) Faults(ctx context.Context) (cloud.Faults, error) {
-	var out cloud.Faults
+func (c *Client) Faults(ctx context.Context) (labapi.Faults, error) {
+	var out labapi.Faults
 	return out, c.call(ctx, http.MethodGet, "/api/cloud/faults", nil, &out)
 }
 
 // SetFaults is PUT /api/cloud/faults: f replaces every fault; the answer
 // is the faults now in force.
-func (c *Client) SetFaults(ctx context.Context, f cloud.Faults) (cloud.Faults, error) {
-	var out cloud.Faults
+func (c *Client) SetFaults(ctx context.Context, f labapi.Faults) (labapi.Faults, error) {
+	var out labapi.Faults
 	return out, c.call(ctx, http.MethodPut, "/api/cloud/faults", f, &out)
 }
 
 // SetLatency sets the cloud latency and keeps the other faults: a read
 // then a write, so a fault the student changes in between is lost (the
 // lab has no partial update).
-func (c *Client) SetLatency(ctx context.Context, d time.Duration) (cloud.Faults, error) {
+func (c *Client) SetLatency(ctx context.Context, d time.Duration) (labapi.Faults, error) {
 	f, err := c.Faults(ctx)
 	if err != nil {
-		return cloud.Faults{}, err
+		return labapi.Faults{}, err
 	}
-	f.Latency = cloud.Duration{Duration: d}
+	f.Latency = labapi.Duration{Duration: d}
 	return c.SetFaults(ctx, f)
 }
 
@@ -228,7 +226,7 @@ type Stream struct {
 }
 
 // Stream opens the lab's stream. The first message is a snapshot
-// (stream.TypeSnapshot). The HTTP client's timeout bounds the handshake
+// (labapi.TypeSnapshot). The HTTP client's timeout bounds the handshake
 // only (coder/websocket applies it so), not the stream.
 func (c *Client) Stream(ctx context.Context) (*Stream, error) {
 	h := http.Header{}
@@ -249,15 +247,15 @@ func (c *Client) Stream(ctx context.Context) (*Stream, error) {
 }
 
 // Next reads the next message; its Data is one of server/stream's types,
-// as its Type says (hub.TypeResync: the lab dropped messages, re-read it).
-func (s *Stream) Next(ctx context.Context) (hub.Message, error) {
+// as its Type says (labapi.TypeResync: the lab dropped messages, re-read it).
+func (s *Stream) Next(ctx context.Context) (labapi.Message, error) {
 	_, b, err := s.conn.Read(ctx)
 	if err != nil {
-		return hub.Message{}, err
+		return labapi.Message{}, err
 	}
-	var m hub.Message
+	var m labapi.Message
 	if err := json.Unmarshal(b, &m); err != nil {
-		return hub.Message{}, fmt.Errorf("a stream message that is not an envelope: %w", err)
+		return labapi.Message{}, fmt.Errorf("a stream message that is not an envelope: %w", err)
 	}
 	return m, nil
 }

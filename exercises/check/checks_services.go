@@ -11,6 +11,7 @@ import (
 
 	"github.com/ccmlab/ccmlab/exercises/format"
 	"github.com/ccmlab/ccmlab/internal/i18n"
+	"github.com/ccmlab/ccmlab/lab/flow"
 )
 
 // Checks of Services: EXTERNAL-IP, events, answers through the data plane
@@ -125,7 +126,7 @@ func evalServiceFlow(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcom
 			}
 			return failf("フローの止まっている理由は %s です (%s のはず)。", "the flow's stuck reason is %s, expected %s.", got, c.Reason)
 		}
-		why := f.Stuck.Text() // the flow's own words, in both languages
+		why := flow.StuckText(f.Stuck) // the flow's own words, in both languages
 		return Outcome{true, i18n.Text{
 			// f.Step is the last step done; the stuck one is the next.
 			JA: fmt.Sprintf("フローはステップ %d まで進み、ステップ %d で止まっています: %s", f.Step, f.Step+1, why.JA),

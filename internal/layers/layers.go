@@ -11,7 +11,7 @@ const Module = "github.com/ccmlab/ccmlab"
 // package below it. When several patterns match a package, the longest
 // one places it.
 var Layers = [][]string{
-	{"internal/..."},
+	{"internal/...", "internal/labapi"},
 	{"lab/profile", "lab/ccmnames", "lab/flow/flowtext", "lab/dataplane/tracetext"},
 	{"lab/cloud", "lab/controlplane"},
 	{"lab/kubelet", "lab/dataplane", "lab/controlplane/cptest", "lab/awsapi/...", "lab/kubevirt"},
@@ -39,6 +39,22 @@ var Forbidden = map[string][]string{
 	// An exercise check looks at the lab, never at the CCM's code: the
 	// names it looks for are lab/ccmnames's.
 	"exercises/...": {"controllers/..."},
+}
+
+// Leaves are packages that may import no module package but the ones
+// listed. internal/labapi is the wire types of the lab's HTTP API and
+// stream that the classroom portal reads: it stays a leaf so the portal
+// links none of the lab.
+var Leaves = map[string][]string{
+	"internal/labapi": {"internal/i18n"},
+}
+
+// Unreachable lists packages that no package under a prefix may reach,
+// directly or through others. The classroom talks to labs only over HTTP,
+// in internal/labapi's types: linking the lab would pull in the cloud,
+// the control plane and kubectl (some 2,000 packages) for a few types.
+var Unreachable = map[string][]string{
+	"classroom/...": {"lab/...", "exercises/...", "server/...", "controllers/...", "app/..."},
 }
 
 // Match reports whether the module-relative package path rel matches

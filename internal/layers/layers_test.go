@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -124,5 +125,57 @@ func TestMatch(t *testing.T) {
 	}
 	if LayerOf("nowhere") != -1 {
 		t.Error("an unknown package has a layer")
+	}
+}
+
+// TestLeavesAndReach: the leaves import only what Leaves allows, and no
+// package reaches what Unreachable keeps from it, through any chain of
+// imports (go list -deps ./classroom then holds no lab package, no
+// kubectl).
+func TestLeavesAndReach(t *testing.T) {
+	pkgs := pkgImports(t)
+	for leaf, allowed := range Leaves {
+		t.Run("leaf "+leaf, func(t *testing.T) {
+			if _, ok := pkgs[leaf]; !ok {
+				t.Fatalf("no package %s", leaf)
+			}
+			for _, imp := range pkgs[leaf] {
+				if !slices.Contains(allowed, imp) {
+					t.Errorf("%s imports %s; a leaf may import only %v", leaf, imp, allowed)
+				}
+			}
+		})
+	}
+	for scope, banned := range Unreachable {
+		t.Run("reach "+scope, func(t *testing.T) {
+			for p := range pkgs {
+				if ok, _ := Match(scope, p); !ok {
+					continue
+				}
+				// Breadth first, keeping the chain that led to each package.
+				via := map[string]string{p: ""}
+				queue := []string{p}
+				for len(queue) > 0 {
+					cur := queue[0]
+					queue = queue[1:]
+					for _, imp := range pkgs[cur] {
+						if _, seen := via[imp]; seen {
+							continue
+						}
+						via[imp] = cur
+						queue = append(queue, imp)
+						for _, b := range banned {
+							if ok, _ := Match(b, imp); ok {
+								chain := []string{imp}
+								for c := cur; c != ""; c = via[c] {
+									chain = append([]string{c}, chain...)
+								}
+								t.Errorf("%s reaches %s: %s", p, imp, strings.Join(chain, " -> "))
+							}
+						}
+					}
+				}
+			}
+		})
 	}
 }

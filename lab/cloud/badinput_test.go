@@ -195,7 +195,7 @@ func TestFaultsBadInputAndRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Faults{Deny: []string{ActionCreateLoadBalancer}, Latency: Duration{250 * time.Millisecond}, QPS: 2, Burst: 3,
+	want := Faults{Deny: []string{ActionCreateLoadBalancer}, Latency: Duration{Duration: 250 * time.Millisecond}, QPS: 2, Burst: 3,
 		FailNext: map[string]int{ActionRegisterTargets: 2}}
 	if err := c.SetFaults(want); err != nil {
 		t.Fatal(err)
@@ -212,7 +212,7 @@ func TestFaultsBadInputAndRestart(t *testing.T) {
 		f    Faults
 		msg  string
 	}{
-		{"latency hours", Faults{Latency: Duration{9999 * time.Hour}}, "must be at most"},
+		{"latency hours", Faults{Latency: Duration{Duration: 9999 * time.Hour}}, "must be at most"},
 		{"unknown action", Faults{Deny: []string{"LaunchRockets"}}, "LaunchRockets"},
 		{"qps negative", Faults{QPS: -1}, "qps"},
 		{"burst huge", Faults{QPS: 1, Burst: 1 << 20}, "burst"},

@@ -71,7 +71,7 @@ func New(cfg Config) (*Cloud, error) {
 		routes:    map[netip.Prefix]*Route{},
 		aws:       newAWSState(),
 	}
-	c.faults.f = Faults{}.clone()
+	c.faults.f = cloneFaults(Faults{})
 	var lastSeq uint64
 	if cfg.StatePath != "" {
 		seq, err := c.load(cfg.StatePath)

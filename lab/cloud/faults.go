@@ -1,10 +1,8 @@
 package cloud
 
 import (
-	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -16,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/ccmlab/ccmlab/internal/labapi"
 )
 
 // Action names, as AWS spells them (ModifyListeners and ConfigureHealthCheck
@@ -105,61 +105,22 @@ func isAction(s string) bool {
 	return found
 }
 
-// Faults is what an instructor injects to show how controllers cope with an
-// unhelpful cloud. It is the JSON body of GET/PUT /api/cloud/faults.
-type Faults struct {
-	// Deny lists actions the CCM's IAM role may not perform (AccessDenied).
-	Deny []string `json:"deny"`
-	// Latency is added to every call, slept on the cloud's clock; at most
-	// MaxLatency.
-	Latency Duration `json:"latency"`
-	// QPS and Burst form one token bucket shared by all actions; QPS 0 means
-	// unlimited. With QPS > 0 and Burst 0, Burst becomes ceil(QPS). QPS is
-	// at most MaxQPS, Burst at most MaxBurst.
-	QPS   float64 `json:"qps"`
-	Burst int     `json:"burst"`
-	// FailNext maps an action to how many of its next calls fail with
-	// InternalFailure; counts go down as calls consume them.
-	FailNext map[string]int `json:"failNext,omitempty"`
-}
-
-// Bounds of Faults. Every call sleeps the latency while holding a
-// controller's worker, so a latency of hours freezes the lab rather than
-// slowing it down; a minute is already longer than any demonstration needs.
-// Above 1,000 calls per second the lab's controllers are never throttled, so
-// a larger QPS or Burst only hides a typo. A tiny QPS stays allowed: a
-// throttled call fails at once, it does not wait for a token.
-const (
-	MaxLatency = time.Minute
-	MaxQPS     = 1000
-	MaxBurst   = 1000
+// Faults, Duration and their bounds are wire types of the lab's HTTP API
+// (GET/PUT /api/cloud/faults), defined in internal/labapi so that the
+// classroom reads them without linking the cloud.
+type (
+	Faults   = labapi.Faults
+	Duration = labapi.Duration
 )
 
-// Duration is a time.Duration that reads and writes JSON as "2s", the form
-// instructors type.
-type Duration struct{ time.Duration }
+// Bounds of Faults (labapi says why).
+const (
+	MaxLatency = labapi.MaxLatency
+	MaxQPS     = labapi.MaxQPS
+	MaxBurst   = labapi.MaxBurst
+)
 
-func (d Duration) MarshalJSON() ([]byte, error) {
-	return json.Marshal(d.String())
-}
-
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	if bytes.Equal(b, []byte("null")) {
-		return nil
-	}
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("duration %s: want a string like \"2s\" or \"500ms\"", b)
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf("duration %q: want a string like \"2s\" or \"500ms\"", s)
-	}
-	d.Duration = v
-	return nil
-}
-
-func (f Faults) clone() Faults {
+func cloneFaults(f Faults) Faults {
 	f.Deny = slices.Clone(f.Deny)
 	if f.Deny == nil {
 		// [] rather than null in JSON: the page shows "nothing denied".
@@ -173,8 +134,9 @@ func (f Faults) clone() Faults {
 	return f
 }
 
-// normalize validates f and returns the form that will be in effect.
-func (f Faults) normalize() (Faults, error) {
+// normalizeFaults validates f and returns the form that will be in
+// effect.
+func normalizeFaults(f Faults) (Faults, error) {
 	var errs []error
 	var unknown []string
 	deny := map[string]bool{}
@@ -201,7 +163,7 @@ func (f Faults) normalize() (Faults, error) {
 	if f.Latency.Duration < 0 {
 		errs = append(errs, fmt.Errorf("latency %s: must not be negative", f.Latency))
 	} else if f.Latency.Duration > MaxLatency {
-		errs = append(errs, fmt.Errorf("latency %s: must be at most %s", f.Latency, Duration{MaxLatency}))
+		errs = append(errs, fmt.Errorf("latency %s: must be at most %s", f.Latency, Duration{Duration: MaxLatency}))
 	}
 	if f.QPS < 0 || math.IsNaN(f.QPS) || math.IsInf(f.QPS, 0) {
 		errs = append(errs, fmt.Errorf("qps %v: must be a finite number >= 0 (0 = unlimited)", f.QPS))
@@ -228,7 +190,7 @@ func (f Faults) normalize() (Faults, error) {
 			out.FailNext[a] = n
 		}
 	}
-	return out.clone(), nil
+	return cloneFaults(out), nil
 }
 
 // faultState is guarded by its own mutex so that checking faults never
@@ -243,7 +205,7 @@ type faultState struct {
 func (c *Cloud) Faults() Faults {
 	c.faults.mu.Lock()
 	defer c.faults.mu.Unlock()
-	return c.faults.f.clone()
+	return cloneFaults(c.faults.f)
 }
 
 // SetFaults replaces the injected faults as a whole. On error nothing
@@ -254,7 +216,7 @@ func (c *Cloud) Faults() Faults {
 // deny, limit or latency (a mystery cause, an instructor's demo) is still
 // in force after the lab restarts.
 func (c *Cloud) SetFaults(f Faults) error {
-	nf, err := f.normalize()
+	nf, err := normalizeFaults(f)
 	if err != nil {
 		return err
 	}

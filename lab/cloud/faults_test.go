@@ -173,7 +173,7 @@ func TestFailNext(t *testing.T) {
 func TestLatency(t *testing.T) {
 	fc := newFakeClock()
 	c := newTestCloud(t, func(cfg *Config) { cfg.Clock = fc })
-	if err := c.SetFaults(Faults{Latency: Duration{2 * time.Second}}); err != nil {
+	if err := c.SetFaults(Faults{Latency: Duration{Duration: 2 * time.Second}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -303,7 +303,7 @@ func TestStepModeReleasedByClose(t *testing.T) {
 }
 
 func TestSetFaultsValidation(t *testing.T) {
-	good := Faults{Deny: []string{ActionCreateRoute}, Latency: Duration{time.Second}, QPS: 5, Burst: 10}
+	good := Faults{Deny: []string{ActionCreateRoute}, Latency: Duration{Duration: time.Second}, QPS: 5, Burst: 10}
 	tests := []struct {
 		name    string
 		f       Faults
@@ -313,18 +313,18 @@ func TestSetFaultsValidation(t *testing.T) {
 			[]string{"unknown action(s) CreateLoadBalancers", "valid actions: " + strings.Join(Actions(), ", ")}},
 		{"unknown failNext", Faults{FailNext: map[string]int{"Reboot": 1}}, []string{"unknown action(s) Reboot"}},
 		{"negative failNext", Faults{FailNext: map[string]int{ActionCreateRoute: -1}}, []string{"failNext[CreateRoute] = -1"}},
-		{"negative latency", Faults{Latency: Duration{-time.Second}}, []string{"latency -1s: must not be negative"}},
+		{"negative latency", Faults{Latency: Duration{Duration: -time.Second}}, []string{"latency -1s: must not be negative"}},
 		{"negative qps", Faults{QPS: -1}, []string{"qps -1"}},
 		{"NaN qps", Faults{QPS: math.NaN()}, []string{"qps NaN"}},
 		{"negative burst", Faults{QPS: 1, Burst: -3}, []string{"burst -3"}},
 		{"several problems at once", Faults{QPS: -1, Burst: -1}, []string{"qps -1", "burst -1"}},
-		{"latency of hours", Faults{Latency: Duration{9999 * time.Hour}}, []string{"latency 9999h0m0s: must be at most 1m0s"}},
-		{"latency just over a minute", Faults{Latency: Duration{MaxLatency + time.Millisecond}}, []string{"must be at most 1m0s"}},
+		{"latency of hours", Faults{Latency: Duration{Duration: 9999 * time.Hour}}, []string{"latency 9999h0m0s: must be at most 1m0s"}},
+		{"latency just over a minute", Faults{Latency: Duration{Duration: MaxLatency + time.Millisecond}}, []string{"must be at most 1m0s"}},
 		{"infinite qps", Faults{QPS: math.Inf(1)}, []string{"qps +Inf: must be a finite number"}},
 		{"qps too high", Faults{QPS: MaxQPS + 0.5}, []string{"qps 1000.5: must be at most 1000"}},
 		{"burst too high", Faults{QPS: 5, Burst: MaxBurst + 1}, []string{"burst 1001: must be at most 1000"}},
 		{"burst too high without qps", Faults{Burst: 1 << 40}, []string{"must be at most 1000"}},
-		{"bounds and an unknown action", Faults{Deny: []string{"Nope"}, Latency: Duration{time.Hour}, QPS: 1e9},
+		{"bounds and an unknown action", Faults{Deny: []string{"Nope"}, Latency: Duration{Duration: time.Hour}, QPS: 1e9},
 			[]string{"unknown action(s) Nope", "latency 1h0m0s", "qps 1e+09"}},
 	}
 	for _, tt := range tests {
@@ -354,7 +354,7 @@ func TestSetFaultsValidation(t *testing.T) {
 // call fails at once, it never waits for a token).
 func TestSetFaultsBounds(t *testing.T) {
 	for _, f := range []Faults{
-		{Latency: Duration{MaxLatency}},
+		{Latency: Duration{Duration: MaxLatency}},
 		{QPS: MaxQPS, Burst: MaxBurst},
 		{QPS: MaxQPS - 0.5},
 		{QPS: 0.001, Burst: 1},
@@ -383,7 +383,7 @@ func TestFaultsJSON(t *testing.T) {
 	if want := `{"deny":["CreateLoadBalancer"],"latency":"45s","qps":5,"burst":10,"failNext":{"CreateRoute":2}}`; string(out) != want {
 		t.Fatalf("encoded\n %s\nwant\n %s", out, want)
 	}
-	out, _ = json.Marshal(Faults{}.clone())
+	out, _ = json.Marshal(cloneFaults(Faults{}))
 	if want := `{"deny":[],"latency":"0s","qps":0,"burst":0}`; string(out) != want {
 		t.Fatalf("zero faults encoded as %s, want %s", out, want)
 	}

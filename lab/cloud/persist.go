@@ -323,7 +323,7 @@ func (c *Cloud) load(path string) (uint64, error) {
 	if f.Faults != nil {
 		// Held to today's bounds: a hand-edited file, or one from a lab
 		// with other bounds, must not bring in what SetFaults refuses.
-		nf, err := f.Faults.normalize()
+		nf, err := normalizeFaults(*f.Faults)
 		if err != nil {
 			return 0, fmt.Errorf("cloud: state file %s has faults this ccmlab refuses (%v); move it away to start with an empty cloud", path, err)
 		}

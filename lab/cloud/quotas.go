@@ -3,6 +3,8 @@ package cloud
 import (
 	"errors"
 	"fmt"
+
+	"github.com/ccmlab/ccmlab/internal/labapi"
 )
 
 // Quotas are the lab's service quotas: what one lab's cloud account may
@@ -51,7 +53,7 @@ type Quotas struct {
 // docs/aws.md); AWS's 3,000 target groups per Region is the one figure
 // scaled down besides the listener sockets AWS does not have.
 const (
-	DefaultListenerSockets    = 100
+	DefaultListenerSockets    = labapi.DefaultListenerSockets
 	defaultLoadBalancers      = 20
 	defaultListenersPerLB     = 50
 	defaultTargetsPerLB       = 1000

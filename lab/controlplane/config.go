@@ -8,10 +8,12 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/ccmlab/ccmlab/internal/labapi"
 )
 
 // DefaultEtcdQuotaBytes is a lab's etcd backend quota (Config.EtcdQuotaBytes).
-const DefaultEtcdQuotaBytes = 256 << 20
+const DefaultEtcdQuotaBytes = labapi.DefaultEtcdQuotaBytes
 
 // DefaultEtcdDiskReserve is the free space below which a lab's etcd stops
 // taking writes (Config.EtcdDiskReserve): one 64 MB WAL segment, the most

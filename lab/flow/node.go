@@ -6,6 +6,7 @@ import (
 	"github.com/ccmlab/ccmlab/internal/i18n"
 	cloudproviderapi "k8s.io/cloud-provider/api"
 
+	"github.com/ccmlab/ccmlab/internal/labapi"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/flow/flowtext"
 )
@@ -15,14 +16,8 @@ var nodeStepKeys = []string{"launched", "registered", "queried", "written", "unt
 // NodeStepKeys returns the node-initialization step keys in order.
 func NodeStepKeys() []string { return append([]string(nil), nodeStepKeys...) }
 
-// NodeFlow is where one node stands in its initialization.
-type NodeFlow struct {
-	Node       string `json:"node"`
-	InstanceID string `json:"instanceID,omitempty"`
-	Step       int    `json:"step"`
-	Steps      []Step `json:"steps"`
-	Stuck      *Stuck `json:"stuck,omitempty"`
-}
+// NodeFlow is one node's initialization as a strip of steps (labapi).
+type NodeFlow = labapi.NodeFlow
 
 // nodeControllerCaller is how the cloud's call log names the CCM's Node
 // controller.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ccmlab/ccmlab/internal/i18n"
+	"github.com/ccmlab/ccmlab/internal/labapi"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/flow/flowtext"
 )
@@ -20,18 +21,8 @@ func ServiceStepKeys() []string { return append([]string(nil), serviceStepKeys..
 // add-on handles.
 const ClassAWSNLB = "service.k8s.aws/nlb"
 
-// ServiceFlow is where one LoadBalancer Service stands.
-type ServiceFlow struct {
-	Service string `json:"service"` // namespace/name
-	LB      string `json:"lb,omitempty"`
-	// Handler is who should act on the Service: "service-controller",
-	// "lbc" (the add-on) or "" when nobody can.
-	Handler string `json:"handler"`
-	// Step is the last step done (0-6).
-	Step  int    `json:"step"`
-	Steps []Step `json:"steps"`
-	Stuck *Stuck `json:"stuck,omitempty"`
-}
+// ServiceFlow is one LoadBalancer Service's strip of steps (labapi).
+type ServiceFlow = labapi.ServiceFlow
 
 // serviceInput is everything the derivation looks at, gathered by the
 // Observer. Keeping it a plain struct makes the rules table-testable.

@@ -4,35 +4,25 @@ import (
 	"time"
 
 	"github.com/ccmlab/ccmlab/internal/i18n"
+	"github.com/ccmlab/ccmlab/internal/labapi"
 	"github.com/ccmlab/ccmlab/lab/flow/flowtext"
 )
 
-// StepStatus is how far a step has got.
-type StepStatus string
-
-const (
-	StepDone    StepStatus = "done"
-	StepCurrent StepStatus = "current" // the next thing that should happen
-	StepStuck   StepStatus = "stuck"   // the next thing, and it cannot happen now
-	StepPending StepStatus = "pending" // later
+// A flow's steps, their status and why one is stuck are wire types of
+// the stream, defined in internal/labapi so that the classroom reads them
+// without linking the flow.
+type (
+	StepStatus = labapi.StepStatus
+	Step       = labapi.Step
+	Stuck      = labapi.Stuck
 )
 
-// Step is one box of a strip.
-type Step struct {
-	N      int        `json:"n"`
-	Key    string     `json:"key"` // stable id the page translates ("apply", "notice", ...)
-	Status StepStatus `json:"status"`
-	// At is when the evidence says it happened (an event's or a call's
-	// time), falling back to when the lab first saw it.
-	At time.Time `json:"at,omitzero"`
-	// EvidenceKey and EvidenceArgs name what proved the step as a
-	// flowtext key and its arguments, so the page says it in its own
-	// language. Evidence is the same in English, for API readers, e.g.
-	// "event EnsuringLoadBalancer from service-controller".
-	EvidenceKey  string    `json:"evidenceKey,omitempty"`
-	EvidenceArgs i18n.Args `json:"evidenceArgs,omitempty"`
-	Evidence     string    `json:"evidence,omitempty"`
-}
+const (
+	StepDone    = labapi.StepDone
+	StepCurrent = labapi.StepCurrent
+	StepStuck   = labapi.StepStuck
+	StepPending = labapi.StepPending
+)
 
 // Reason codes for a step that cannot happen. The page translates the code
 // and shows the specifics (MessageKey filled with MessageArgs) beside it.
@@ -46,24 +36,14 @@ const (
 	ReasonNoEndpoints         = "no-endpoints"
 )
 
-// Stuck says why the current step cannot happen. MessageKey and
-// MessageArgs are the specifics as a flowtext key; Message is the same in
-// English, for API readers and logs.
-type Stuck struct {
-	Reason      string    `json:"reason"`
-	Message     string    `json:"message"`
-	MessageKey  string    `json:"messageKey,omitempty"`
-	MessageArgs i18n.Args `json:"messageArgs,omitempty"`
-}
-
 // newStuck builds a Stuck from a reason code and a flowtext message.
 func newStuck(reason, key string, args i18n.Args) *Stuck {
 	m := i18n.Msg{Key: key, Args: args}
 	return &Stuck{Reason: reason, Message: flowtext.English(m), MessageKey: key, MessageArgs: args}
 }
 
-// Text is the stuck detail in both languages.
-func (s *Stuck) Text() i18n.Text {
+// StuckText is the stuck detail in both languages.
+func StuckText(s *Stuck) i18n.Text {
 	if s.MessageKey == "" {
 		return i18n.Text{JA: s.Message, EN: s.Message}
 	}

@@ -13,6 +13,8 @@ import (
 
 	"github.com/coder/websocket"
 	"k8s.io/utils/clock"
+
+	"github.com/ccmlab/ccmlab/internal/labapi"
 )
 
 // Defaults applied by New for zero Config fields.
@@ -36,26 +38,22 @@ const (
 // others are the intended set published by the server package, which also
 // defines their data payloads.
 const (
-	TypeSnapshot    = "snapshot"
-	TypeBye         = "bye"
+	TypeSnapshot    = labapi.TypeSnapshot
+	TypeBye         = labapi.TypeBye
 	TypeObject      = "object"
 	TypeCall        = "call"
 	TypeControllers = "controllers"
 	TypeFlow        = "flow"
 	TypeTrace       = "trace"
-	TypeResync      = "resync"
+	TypeResync      = labapi.TypeResync
 )
 
 // ErrClosed is returned by Publish after Close has been called.
 var ErrClosed = errors.New("hub: closed")
 
-// Message is the envelope of every WebSocket text message sent to browsers.
-type Message struct {
-	Seq  uint64          `json:"seq"`
-	Type string          `json:"type"` // e.g. "snapshot", "object", "call", "controllers", "flow", "trace", "bye", "resync"
-	Time time.Time       `json:"time"`
-	Data json.RawMessage `json:"data,omitempty"`
-}
+// Message is the envelope of every WebSocket text message sent to
+// browsers (labapi, where the classroom reads it too).
+type Message = labapi.Message
 
 // Config configures a Hub. The zero value is usable: New fills defaults.
 type Config struct {

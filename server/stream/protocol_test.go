@@ -151,7 +151,10 @@ func docName(t reflect.Type) string {
 	if t == reflect.TypeFor[cloud.Call]() {
 		return "Call" // stream.Call is cloud.Call under the message's name
 	}
-	if t.PkgPath() == reflect.TypeFor[Bye]().PkgPath() {
+	// Change and Exercise are this package's messages, defined in
+	// internal/labapi (where the classroom reads them) and named here by
+	// aliases.
+	if t.PkgPath() == reflect.TypeFor[Bye]().PkgPath() || t == reflect.TypeFor[Exercise]() || strings.HasPrefix(t.Name(), "Change[") && t.PkgPath() == reflect.TypeFor[Exercise]().PkgPath() {
 		if i := strings.IndexByte(t.Name(), '['); i >= 0 {
 			return t.Name()[:i]
 		}

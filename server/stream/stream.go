@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"github.com/ccmlab/ccmlab/internal/labapi"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
 	"github.com/ccmlab/ccmlab/lab/flow"
@@ -16,9 +17,10 @@ type Message interface {
 // applying a message twice, or after a snapshot that already holds it, is
 // harmless.
 const (
-	TypeSnapshot = "snapshot"
-	TypeBye      = "bye"
-	// The flow observer's kinds travel under the names lab/flow gives them.
+	TypeSnapshot = labapi.TypeSnapshot
+	TypeBye      = labapi.TypeBye
+	// The flow observer's kinds travel under the names lab/flow gives them
+	// (the flows' are labapi's too: TestFlowTypesAreLabAPIs).
 	TypeNode        = string(flow.KindNode)
 	TypePod         = string(flow.KindPod)
 	TypeService     = string(flow.KindService)
@@ -32,7 +34,7 @@ const (
 	TypeControllers = "controllers"
 	TypeListeners   = "listeners"
 	TypeTrace       = "trace"
-	TypeExercise    = "exercise"
+	TypeExercise    = labapi.TypeExercise
 )
 
 // Types lists every envelope type, in the order docs/protocol.md gives
@@ -107,16 +109,7 @@ const (
 // Change is a Kubernetes-side object (or a flow derived from them) that
 // appeared, changed or went away: one type per kind, so each message says
 // what its data is.
-type Change[T any] struct {
-	// Kind repeats the envelope's type.
-	Kind string `json:"type"`
-	Op   string `json:"op"`
-	Key  string `json:"key"`
-	// Data is the whole new object; absent on delete.
-	Data *T `json:"data,omitempty"`
-}
-
-func (c Change[T]) Type() string { return c.Kind }
+type Change[T any] = labapi.Change[T]
 
 // The changes the flow observer reports, one per envelope type.
 type (
@@ -207,8 +200,4 @@ func (Trace) Type() string { return TypeTrace }
 // Exercise says an exercise was checked, reset or answered: its progress
 // may have changed. Followers (the classroom's dashboard) re-read
 // GET /api/exercises rather than polling it.
-type Exercise struct {
-	Exercise string `json:"exercise"`
-}
-
-func (Exercise) Type() string { return TypeExercise }
+type Exercise = labapi.Exercise
