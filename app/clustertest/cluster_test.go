@@ -25,11 +25,6 @@ import (
 	"github.com/ccmlab/ccmlab/lab/controlplane/cptest"
 )
 
-func kubectl(t *testing.T, timeout time.Duration, args ...string) (string, int) {
-	t.Helper()
-	return testutil.Kubectl(t, env.CP.KubeconfigPath(), timeout, args...)
-}
-
 func must(t *testing.T, args ...string) string {
 	t.Helper()
 	return testutil.MustKubectl(t, env.CP.KubeconfigPath(), args...)
