@@ -145,7 +145,11 @@ func (h *Handler) describeSubnets(ctx context.Context, in *ec2.DescribeSubnetsIn
 	if err != nil {
 		return nil, err
 	}
-	out := &ec2.DescribeSubnetsOutput{Subnets: []ec2types.Subnet{}}
+	subs, next, err := page(subs, in.MaxResults, in.NextToken, 5, 1000)
+	if err != nil {
+		return nil, err
+	}
+	out := &ec2.DescribeSubnetsOutput{Subnets: []ec2types.Subnet{}, NextToken: next}
 	for _, s := range subs {
 		out.Subnets = append(out.Subnets, ec2types.Subnet{
 			SubnetId: aws.String(s.ID), VpcId: aws.String(s.VPCID), AvailabilityZone: aws.String(s.Zone),
@@ -190,7 +194,11 @@ func (h *Handler) describeRouteTables(ctx context.Context, in *ec2.DescribeRoute
 	if err != nil {
 		return nil, err
 	}
-	out := &ec2.DescribeRouteTablesOutput{RouteTables: []ec2types.RouteTable{}}
+	rts, next, err := page(rts, in.MaxResults, in.NextToken, 5, 100)
+	if err != nil {
+		return nil, err
+	}
+	out := &ec2.DescribeRouteTablesOutput{RouteTables: []ec2types.RouteTable{}, NextToken: next}
 	for _, rt := range rts {
 		t := ec2types.RouteTable{RouteTableId: aws.String(rt.ID), VpcId: aws.String(rt.VPCID), OwnerId: aws.String(ownerID), Tags: ec2Tags(rt.Tags),
 			Associations: []ec2types.RouteTableAssociation{{Main: aws.Bool(true), RouteTableId: aws.String(rt.ID),
@@ -314,7 +322,11 @@ func (h *Handler) describeSecurityGroups(ctx context.Context, in *ec2.DescribeSe
 	if err != nil {
 		return nil, err
 	}
-	out := &ec2.DescribeSecurityGroupsOutput{SecurityGroups: []ec2types.SecurityGroup{}}
+	groups, next, err := page(groups, in.MaxResults, in.NextToken, 5, 1000)
+	if err != nil {
+		return nil, err
+	}
+	out := &ec2.DescribeSecurityGroupsOutput{SecurityGroups: []ec2types.SecurityGroup{}, NextToken: next}
 	for _, g := range groups {
 		out.SecurityGroups = append(out.SecurityGroups, ec2types.SecurityGroup{
 			GroupId: aws.String(g.ID), GroupName: aws.String(g.Name), Description: aws.String(g.Description),

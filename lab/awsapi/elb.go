@@ -2,6 +2,7 @@ package awsapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -102,7 +103,11 @@ func (h *Handler) elbDescribeLoadBalancers(ctx context.Context, in *elb.Describe
 	if err != nil {
 		return nil, err
 	}
-	out := &elb.DescribeLoadBalancersOutput{LoadBalancerDescriptions: []elbtypes.LoadBalancerDescription{}}
+	lbs, next, err := elbPage(lbs, in.PageSize, in.Marker)
+	if err != nil {
+		return nil, err
+	}
+	out := &elb.DescribeLoadBalancersOutput{LoadBalancerDescriptions: []elbtypes.LoadBalancerDescription{}, NextMarker: next}
 	for _, lb := range lbs {
 		created := lb.CreatedAt
 		d := elbtypes.LoadBalancerDescription{
@@ -329,4 +334,29 @@ func (h *Handler) elbDescribeTags(ctx context.Context, in *elb.DescribeTagsInput
 		out.TagDescriptions = append(out.TagDescriptions, elbtypes.TagDescription{LoadBalancerName: aws.String(n), Tags: elbTags(tags[n])})
 	}
 	return out, nil
+}
+
+// elbPageSize bounds a Classic ELB DescribeLoadBalancers page: PageSize
+// is 1-400 and 400 when not given, and NextMarker, while more is left,
+// is what the next call passes as Marker
+// (https://docs.aws.amazon.com/elasticloadbalancing/2012-06-01/APIReference/API_DescribeLoadBalancers.html).
+const elbPageSize = 400
+
+// elbPage cuts a DescribeLoadBalancers answer as ELB pages it: unlike
+// EC2's MaxResults, an absent PageSize still pages (by 400). The marker
+// is the lab's own token (page's); out of range or not the lab's is a
+// ValidationError, ELB's code for a parameter it refuses.
+func elbPage[T any](items []T, pageSize *int32, marker *string) ([]T, *string, error) {
+	size := aws.ToInt32(pageSize)
+	if pageSize == nil {
+		size = elbPageSize
+	}
+	if size < 1 || size > elbPageSize {
+		return nil, nil, &apiError{400, "ValidationError", fmt.Sprintf("Value '%d' at 'pageSize' failed to satisfy constraint: Member must have value between 1 and %d", size, elbPageSize)}
+	}
+	out, next, err := page(items, &size, marker, 1, elbPageSize)
+	if ae := (*apiError)(nil); errors.As(err, &ae) { // only the marker can be wrong here
+		return nil, nil, &apiError{400, "ValidationError", fmt.Sprintf("Invalid Marker %q", clip(aws.ToString(marker)))}
+	}
+	return out, next, err
 }
