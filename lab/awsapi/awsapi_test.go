@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http/httptest"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -148,6 +149,38 @@ func TestEC2(t *testing.T) {
 			}
 			return nil
 		}},
+		{name: "a Pod's address on the node's interface (vpc-cni)", action: "DescribeNetworkInterfaces", service: cloud.ServiceEC2, do: func(t *testing.T) error {
+			pod := "10.0.128.7"
+			if err := l.cloud.AssignPodAddress(l.inst[1].ID, netip.MustParseAddr(pod)); err != nil {
+				t.Fatal(err)
+			}
+			defer l.cloud.UnassignPodAddress(l.inst[1].ID, netip.MustParseAddr(pod))
+			// Where the AWS Load Balancer Controller looks for it
+			// (pod_eni_info_resolver.go: the node's instance, then its ENIs).
+			di, err := c.DescribeInstances(ctx, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{{Name: aws.String("network-interface.addresses.private-ip-address"), Values: []string{pod}}}})
+			if err != nil {
+				return err
+			}
+			if len(di.Reservations) != 1 || aws.ToString(di.Reservations[0].Instances[0].InstanceId) != l.inst[1].ID {
+				t.Fatalf("reservations %+v", di.Reservations)
+			}
+			addrs := di.Reservations[0].Instances[0].NetworkInterfaces[0].PrivateIpAddresses
+			if len(addrs) != 2 || !aws.ToBool(addrs[0].Primary) || aws.ToString(addrs[1].PrivateIpAddress) != pod || aws.ToBool(addrs[1].Primary) {
+				t.Fatalf("instance's interface addresses %+v", addrs)
+			}
+			out, err := c.DescribeNetworkInterfaces(ctx, &ec2.DescribeNetworkInterfacesInput{Filters: []ec2types.Filter{
+				{Name: aws.String("vpc-id"), Values: []string{l.net.VPCID}}, {Name: aws.String("addresses.private-ip-address"), Values: []string{pod}}}})
+			if err != nil {
+				return err
+			}
+			if len(out.NetworkInterfaces) != 1 || aws.ToString(out.NetworkInterfaces[0].Attachment.InstanceId) != l.inst[1].ID {
+				t.Fatalf("interfaces %+v", out.NetworkInterfaces)
+			}
+			if a := out.NetworkInterfaces[0].PrivateIpAddresses; len(a) != 2 || aws.ToString(a[1].PrivateIpAddress) != pod || aws.ToBool(a[1].Primary) || aws.ToString(a[1].PrivateDnsName) == "" {
+				t.Fatalf("interface addresses %+v", a)
+			}
+			return nil
+		}},
 		{name: "DescribeInstances unknown ID", action: "DescribeInstances", service: cloud.ServiceEC2, code: "InvalidInstanceID.NotFound", do: func(t *testing.T) error {
 			_, err := c.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{"i-00000000000000000"}})
 			return err
@@ -191,6 +224,14 @@ func TestEC2(t *testing.T) {
 			out, err := c.DescribeAvailabilityZones(ctx, &ec2.DescribeAvailabilityZonesInput{})
 			if err == nil && len(out.AvailabilityZones) != len(l.net.Subnets) {
 				t.Fatalf("zones %+v", out.AvailabilityZones)
+			}
+			return err
+		}},
+		{name: "DescribeAvailabilityZones by ID", action: "DescribeAvailabilityZones", service: cloud.ServiceEC2, do: func(t *testing.T) error {
+			id := l.net.Subnets[0].Zone + "-az"
+			out, err := c.DescribeAvailabilityZones(ctx, &ec2.DescribeAvailabilityZonesInput{ZoneIds: []string{id}})
+			if err == nil && (len(out.AvailabilityZones) != 1 || aws.ToString(out.AvailabilityZones[0].ZoneId) != id) {
+				t.Fatalf("zones %+v, want only %s", out.AvailabilityZones, id)
 			}
 			return err
 		}},

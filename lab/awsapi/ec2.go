@@ -123,7 +123,7 @@ func (h *Handler) describeInstances(ctx context.Context, in *ec2.DescribeInstanc
 				Attachment:         &ec2types.InstanceNetworkInterfaceAttachment{DeviceIndex: aws.Int32(0), Status: ec2types.AttachmentStatusAttached},
 				PrivateIpAddress:   aws.String(v.PrivateIP),
 				PrivateDnsName:     aws.String(v.PrivateDNSName),
-				PrivateIpAddresses: []ec2types.InstancePrivateIpAddress{{PrivateIpAddress: aws.String(v.PrivateIP), PrivateDnsName: aws.String(v.PrivateDNSName), Primary: aws.Bool(true)}},
+				PrivateIpAddresses: instanceAddresses(v),
 				Status:             ec2types.NetworkInterfaceStatusInUse,
 				SubnetId:           aws.String(v.SubnetID),
 				VpcId:              aws.String(v.VPCID),
@@ -183,6 +183,14 @@ func (h *Handler) describeAvailabilityZones(ctx context.Context, in *ec2.Describ
 	region := h.cfg.Cloud.Config().Region
 	out := &ec2.DescribeAvailabilityZonesOutput{AvailabilityZones: []ec2types.AvailabilityZone{}}
 	for _, z := range zones {
+		// ZoneIds narrows the answer as ZoneNames does
+		// (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DescribeAvailabilityZones.html).
+		// The AWS Load Balancer Controller asks by ID and panics when
+		// more zones come back than it asked for
+		// (pkg/networking/az_info_provider.go, computeAZIDsWithoutAZInfo).
+		if len(in.ZoneIds) > 0 && !slices.Contains(in.ZoneIds, z+"-az") {
+			continue
+		}
 		out.AvailabilityZones = append(out.AvailabilityZones, ec2types.AvailabilityZone{ZoneName: aws.String(z), ZoneId: aws.String(z + "-az"),
 			RegionName: aws.String(region), State: ec2types.AvailabilityZoneStateAvailable, ZoneType: aws.String("availability-zone")})
 	}

@@ -82,14 +82,25 @@ func (h *Handler) describeNetworkInterfaces(ctx context.Context, in *ec2.Describ
 			groups[i] = ec2types.GroupIdentifier{GroupId: aws.String(g.ID), GroupName: aws.String(g.Name)}
 			gids, gnames = append(gids, g.ID), append(gnames, g.Name)
 		}
+		// Each address is one value: private-ip-address is "the private
+		// IPv4 address or addresses of the network interface", and
+		// addresses.primary matches an interface with a secondary address
+		// on false as well.
+		all, primary := []string{v.PrivateIP}, []string{"true"}
+		for _, a := range v.PodAddresses {
+			all = append(all, a.IP)
+		}
+		if len(v.PodAddresses) > 0 {
+			primary = append(primary, "false")
+		}
 		// The documented filters the model can answer
 		// (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DescribeNetworkInterfaces.html).
 		ok, err := cloud.MatchFilters(fs, map[string][]string{
 			"network-interface-id": {id}, "attachment.instance-id": {v.ID}, "attachment.instance-owner-id": {ownerID},
 			"attachment.device-index": {"0"}, "attachment.status": {"attached"}, "attachment.attachment-id": {"eni-attach-" + strings.TrimPrefix(v.ID, "i-")},
 			"attachment.delete-on-termination": {"true"}, "availability-zone": {v.Zone}, "group-id": gids, "group-name": gnames,
-			"interface-type": {"interface"}, "owner-id": {ownerID}, "private-ip-address": {v.PrivateIP},
-			"addresses.private-ip-address": {v.PrivateIP}, "addresses.primary": {"true"}, "private-dns-name": {v.PrivateDNSName},
+			"interface-type": {"interface"}, "owner-id": {ownerID}, "private-ip-address": all,
+			"addresses.private-ip-address": all, "addresses.primary": primary, "private-dns-name": {v.PrivateDNSName},
 			"requester-managed": {"false"}, "source-dest-check": {strconv.FormatBool(v.SourceDestCheck)}, "status": {"in-use"},
 			"subnet-id": {v.SubnetID}, "vpc-id": {v.VPCID}, "description": {""},
 		}, nil)
@@ -106,7 +117,7 @@ func (h *Handler) describeNetworkInterfaces(ctx context.Context, in *ec2.Describ
 				Status: ec2types.AttachmentStatusAttached, DeleteOnTermination: aws.Bool(true), NetworkCardIndex: aws.Int32(0)},
 			AvailabilityZone: aws.String(v.Zone), Groups: groups, InterfaceType: ec2types.NetworkInterfaceTypeInterface,
 			OwnerId: aws.String(ownerID), PrivateDnsName: aws.String(v.PrivateDNSName), PrivateIpAddress: aws.String(v.PrivateIP),
-			PrivateIpAddresses: []ec2types.NetworkInterfacePrivateIpAddress{{PrivateIpAddress: aws.String(v.PrivateIP), PrivateDnsName: aws.String(v.PrivateDNSName), Primary: aws.Bool(true)}},
+			PrivateIpAddresses: eniAddresses(v),
 			RequesterManaged:   aws.Bool(false), SourceDestCheck: aws.Bool(v.SourceDestCheck), Status: ec2types.NetworkInterfaceStatusInUse,
 			SubnetId: aws.String(v.SubnetID), VpcId: aws.String(v.VPCID), Description: aws.String(""),
 			TagSet: []ec2types.Tag{}, Ipv6Addresses: []ec2types.NetworkInterfaceIpv6Address{},
@@ -290,4 +301,27 @@ func (h *Handler) startInstances(ctx context.Context, in *ec2.StartInstancesInpu
 		return nil, err
 	}
 	return &ec2.StartInstancesOutput{StartingInstances: ch}, nil
+}
+
+// eniAddresses are an interface's private IPv4 addresses as
+// DescribeNetworkInterfaces lists them: the primary first, then the
+// secondary ones (on the vpc-cni profile, its Pods'), each with its own
+// private DNS name and Primary false
+// (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_NetworkInterfacePrivateIpAddress.html).
+func eniAddresses(v cloud.InstanceView) []ec2types.NetworkInterfacePrivateIpAddress {
+	out := []ec2types.NetworkInterfacePrivateIpAddress{{PrivateIpAddress: aws.String(v.PrivateIP), PrivateDnsName: aws.String(v.PrivateDNSName), Primary: aws.Bool(true)}}
+	for _, a := range v.PodAddresses {
+		out = append(out, ec2types.NetworkInterfacePrivateIpAddress{PrivateIpAddress: aws.String(a.IP), PrivateDnsName: aws.String(a.PrivateDNSName), Primary: aws.Bool(false)})
+	}
+	return out
+}
+
+// instanceAddresses are the same in DescribeInstances' shape
+// (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_InstancePrivateIpAddress.html).
+func instanceAddresses(v cloud.InstanceView) []ec2types.InstancePrivateIpAddress {
+	out := []ec2types.InstancePrivateIpAddress{{PrivateIpAddress: aws.String(v.PrivateIP), PrivateDnsName: aws.String(v.PrivateDNSName), Primary: aws.Bool(true)}}
+	for _, a := range v.PodAddresses {
+		out = append(out, ec2types.InstancePrivateIpAddress{PrivateIpAddress: aws.String(a.IP), PrivateDnsName: aws.String(a.PrivateDNSName), Primary: aws.Bool(false)})
+	}
+	return out
 }

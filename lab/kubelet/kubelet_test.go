@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -377,6 +378,29 @@ func TestVPCCNIPodIPs(t *testing.T) {
 	if want := netip.MustParsePrefix("10.3.128.0/17"); !want.Contains(addr) {
 		t.Errorf("pod IP %s, want inside %s", addr, want)
 	}
+	// As ipamd does, the kubelet puts the Pod's address on the node's
+	// interface (where the AWS Load Balancer Controller finds a Pod's ENI)
+	// and takes it off when the Pod goes.
+	secondary := func() []string {
+		vs, err := l.cloud.DescribeInstancesAWS(cloud.WithCaller(context.Background(), "test"), []string{inst.ID}, nil)
+		if err != nil || len(vs) != 1 {
+			t.Fatalf("DescribeInstances: %v", err)
+		}
+		var out []string
+		for _, a := range vs[0].PodAddresses {
+			out = append(out, a.IP)
+		}
+		return out
+	}
+	if got := secondary(); !slices.Equal(got, []string{p.Status.PodIP}) {
+		t.Errorf("instance's secondary addresses %v, want the Pod's %s", got, p.Status.PodIP)
+	}
+	if err := env.Client.CoreV1().Pods(ns).Delete(context.Background(), p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, waitTimeout, "the address off the interface", func(context.Context) (bool, error) {
+		return len(secondary()) == 0, nil
+	})
 }
 
 // TestInstanceLifecycle: a stopped or terminated instance's kubelet goes

@@ -374,9 +374,14 @@ func (m *Manager) adoptPodIP(pod *v1.Pod) {
 	if err != nil {
 		return
 	}
+	if held, ok := m.pool(pod.Spec.NodeName).lookup(pod.UID); ok && held == addr {
+		return // the usual case: known since it was handed out or adopted
+	}
 	if !m.pool(pod.Spec.NodeName).adopt(pod.UID, addr) {
 		m.log.Warn("pod IP is held by another pod", "pod", cache.MetaObjectToName(pod).String(), "ip", addr)
+		return
 	}
+	m.assignVPCAddress(pod, addr) // eniaddrs.go
 }
 
 func (m *Manager) enqueueNodePods(nodeName string) {
@@ -423,7 +428,7 @@ func (m *Manager) podDeleted(obj any) {
 	if pod.Spec.HostNetwork {
 		return
 	}
-	m.pool(pod.Spec.NodeName).release(pod.UID)
+	m.releasePodIP(pod)
 }
 
 func (m *Manager) nodeAdded(obj any) {

@@ -145,7 +145,7 @@ func (m *Manager) syncPod(key string) error {
 		return nil
 	case apierrors.IsNotFound(err):
 		if !pod.Spec.HostNetwork {
-			m.pool(pod.Spec.NodeName).release(pod.UID)
+			m.releasePodIP(pod)
 		}
 		return nil
 	}
@@ -184,6 +184,7 @@ func (m *Manager) podIP(pod *v1.Pod, node *v1.Node, key, hostIP string) (string,
 	if err != nil {
 		return "", err
 	}
+	m.assignVPCAddress(pod, addr) // eniaddrs.go
 	return addr.String(), nil
 }
 
@@ -345,7 +346,7 @@ func (m *Manager) syncRunPod(ctx context.Context, pod *v1.Pod, key, hostIP, podI
 		return nil
 	case apierrors.IsNotFound(err):
 		if !pod.Spec.HostNetwork {
-			m.pool(pod.Spec.NodeName).release(pod.UID)
+			m.releasePodIP(pod)
 		}
 		return nil
 	}
