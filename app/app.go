@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/ccmlab/ccmlab/app/sim"
 	"github.com/ccmlab/ccmlab/controllers/upstreamaws"
@@ -394,8 +395,15 @@ func (a *App) build(ctx, gctx context.Context, g *errgroup.Group, cl cluster, l 
 	if l.store, err = progress.Open(filepath.Join(a.dataDir, "progress.db")); err != nil {
 		return err
 	}
+	env := check.Env{Client: s.Client, Cloud: s.Cloud, Flow: s.Observer, Controllers: s.Manager, Dataplane: s.Dataplane, Profile: a.cfg.Profile, History: s.History}
+	if scfg.Infra != nil {
+		// The kubevirt profile's management side, which its hands-on reads.
+		if env.Infra, err = kubernetes.NewForConfig(scfg.Infra); err != nil {
+			return err
+		}
+	}
 	ex, err := exercises.New(exercises.Config{
-		Env:   check.Env{Client: s.Client, Cloud: s.Cloud, Flow: s.Observer, Controllers: s.Manager, Dataplane: s.Dataplane, Profile: a.cfg.Profile, History: s.History},
+		Env:   env,
 		Store: l.store, Nodes: a.cfg.Nodes, Logger: a.cfg.Logger.With("component", "exercises"), Addr: a.cfg.Addr,
 		Restartable:   a.cfg.Restart != nil,
 		RestoreSystem: s.RestoreKubeSystem, // kube-system's add-ons (app/sim/kubesystem.go)

@@ -17,12 +17,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/ccmlab/ccmlab/app/apptest"
 	"github.com/ccmlab/ccmlab/app/sim"
 	"github.com/ccmlab/ccmlab/internal/testutil"
 	"github.com/ccmlab/ccmlab/lab/controlplane"
-	"github.com/ccmlab/ccmlab/lab/controlplane/cptest"
-	"github.com/ccmlab/ccmlab/lab/profile"
 )
 
 // shell runs one of the chapter's command blocks, verbatim, in bash with
@@ -60,19 +57,7 @@ var (
 // serve --profile kubevirt --nodes 2` builds and compares each output with
 // the chapter's example output in shape.
 func TestHandsOn(t *testing.T) {
-	cptest.Need(t)
-	p, err := profile.Get("kubevirt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := sim.DefaultLab()
-	served.Profile, served.AWSProvider = p, sim.AWSProviderLab
-	served.Controllers, _ = p.ParseControllers("")
-	served.Nodes = 2
-	l, err := apptest.Serve(env, served)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := servedLab(t)
 	ctx := context.Background()
 	cluster := l.KubevirtCluster()
 	infraKubeconfig := filepath.Join(env.DataDir, controlplane.InfraKubeconfigName)
@@ -81,8 +66,8 @@ func TestHandsOn(t *testing.T) {
 	t.Run("node controller's work", func(t *testing.T) {
 		out := shell(t, `kubectl get node -o jsonpath='{range .items[*]}{.metadata.name}{"\t"}{.spec.providerID}{"\n"}{end}'`)
 		lines := strings.Split(strings.TrimSpace(out), "\n")
-		if len(lines) != 3 {
-			t.Fatalf("%d nodes, want 3 (a control-plane node and 2 workers):\n%s", len(lines), out)
+		if len(lines) != servedNodes+1 {
+			t.Fatalf("%d nodes, want %d (a control-plane node and %d workers):\n%s", len(lines), servedNodes+1, servedNodes, out)
 		}
 		line := regexp.MustCompile(`^(` + nodeName + `)\t(\S+)$`)
 		for _, ln := range lines {

@@ -12,6 +12,7 @@ func extraKinds() map[string]checkKind {
 	maps.Copy(m, subnetsKinds())  // checks_subnets.go
 	maps.Copy(m, ccmpodKinds())   // checks_ccmpod.go
 	maps.Copy(m, ipTargetKinds()) // checks_iptargets.go
+	maps.Copy(m, kubevirtKinds()) // checks_kubevirt.go
 	return m
 }
 
@@ -21,5 +22,6 @@ func extraAnswerKinds() map[string]answerKind {
 	maps.Copy(m, awsAnswerKinds())
 	maps.Copy(m, subnetsAnswerKinds())
 	maps.Copy(m, ccmpodAnswerKinds())
+	maps.Copy(m, kubevirtAnswerKinds())
 	return m
 }

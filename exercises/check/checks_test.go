@@ -76,6 +76,9 @@ type fixture struct {
 	since uint64
 	// causes answers causeNamed (checks_lifecycle_test.go).
 	causes CauseNamer
+	// infra, when not nil, is the management cluster's objects
+	// (checks_kubevirt_test.go).
+	infra []runtime.Object
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -93,7 +96,11 @@ func newFixture(t *testing.T) *fixture {
 
 func (f *fixture) env() Env {
 	p, _ := profile.Get("aws")
-	return Env{Client: fake.NewClientset(f.objs...), Cloud: f.cloud, Flow: f.flows, Controllers: f.ctrl, Dataplane: f.dp, Profile: p, History: f.hist, Causes: f.causes}
+	e := Env{Client: fake.NewClientset(f.objs...), Cloud: f.cloud, Flow: f.flows, Controllers: f.ctrl, Dataplane: f.dp, Profile: p, History: f.hist, Causes: f.causes}
+	if f.infra != nil {
+		e.Infra = fake.NewClientset(f.infra...)
+	}
+	return e
 }
 
 func (f *fixture) eval(c format.CheckSpec) Outcome {

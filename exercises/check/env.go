@@ -56,6 +56,10 @@ type Env struct {
 	// History is what happened, with who did it: the evidence kinds read
 	// it from Input.Since on.
 	History *history.Recorder
+	// Infra is the kubevirt profile's management cluster (VMIs, the CCM's
+	// Deployment and Lease), nil in a lab without one; the kinds of
+	// checks_kubevirt.go read it.
+	Infra kubernetes.Interface
 }
 
 // Validate says which required fields are missing.

@@ -397,3 +397,22 @@ func TestConsoleSandbox(t *testing.T) {
 		t.Error("the data dir as TempDir was accepted")
 	}
 }
+
+// TestConsoleInfra: `ccmlab kubectl --infra` runs kubectl with the
+// management cluster's kubeconfig and without the flag, in the same
+// sandbox.
+func TestConsoleInfra(t *testing.T) {
+	c := newClassroom(t)
+	con := c.console(t)
+	res, err := con.Run(context.Background(), "ccmlab kubectl --infra get vmi -A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := reportedSandbox(t, res.Output)
+	if !slices.Equal(sb.Args, []string{"get", "vmi", "-A"}) {
+		t.Errorf("args %q", sb.Args)
+	}
+	if !slices.Contains(sb.Env, "KUBECONFIG="+filepath.Join(c.lab, InfraKubeconfig)) {
+		t.Errorf("env %q: want the infra kubeconfig", sb.Env)
+	}
+}

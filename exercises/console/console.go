@@ -144,11 +144,17 @@ func (c *Console) Run(ctx context.Context, line string) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	kubeconfig := "kubeconfig"
 	if program == "curl" {
 		// ccmlab curl from outside the VPC, with the console's own
 		// rules (--from-console: only the load balancers' listeners).
 		args = append([]string{"curl", "--from-console", "--data-dir", c.cfg.DataDir}, args...)
 	} else {
+		if len(args) > 0 && args[0] == InfraFlag {
+			// The management cluster (Parse allowed reading only): its
+			// kubeconfig, as `ccmlab kubectl --infra` picks it.
+			kubeconfig, args = InfraKubeconfig, args[1:]
+		}
 		args = append([]string{"kubectl"}, args...)
 	}
 	select {
@@ -173,7 +179,7 @@ func (c *Console) Run(ctx context.Context, line string) (Result, error) {
 	cmd := exec.CommandContext(ctx, c.cfg.Binary, args...)
 	cmd.Dir = work
 	cmd.Env = []string{
-		"KUBECONFIG=" + filepath.Join(c.cfg.DataDir, "kubeconfig"),
+		"KUBECONFIG=" + filepath.Join(c.cfg.DataDir, kubeconfig),
 		"HOME=" + home, // kubectl's discovery cache, empty each time
 		"KUBERC=off",   // no preferences file, whatever HOME holds
 		"PATH=",        // no plugins, no credential helpers

@@ -182,6 +182,14 @@ func TestConsoleRefuses(t *testing.T) {
 		{"kubectl label pods x a=b --local", "--local is not available for kubectl label in the console"},
 		{"kubectl get pods --frobnicate", "kubectl get cannot read this line: unknown flag: --frobnicate"},
 		{"kubectl get pods -o", "flag needs an argument"},
+		// The management cluster: reading only, with the same flags.
+		{"ccmlab kubectl --infra delete vmi -A --all", "on the management cluster (--infra) only reading commands run"},
+		{"ccmlab kubectl --infra patch deploy x -p '{}'", "only reading commands run"},
+		{"ccmlab kubectl --infra", "only reading commands run"},
+		{"ccmlab kubectl --infra get pods --kubeconfig=/tmp/x", "--kubeconfig is not allowed"},
+		{"ccmlab kubectl get pods --infra", "unknown flag: --infra"},
+		{"kubectl --infra get pods", "is not available in the console"}, // kubectl has no --infra; the embedded one has
+		{"ccmlab serve", `"ccmlab" is another program`},
 	} {
 		t.Run(tc.line, func(t *testing.T) {
 			re, ok := refusal(t, tc.line)
@@ -255,6 +263,12 @@ func TestConsoleAccepts(t *testing.T) {
 		{"kubectl logs web -cfoo", []string{"logs", "web", "-cfoo", "--tail=200"}},
 		{"kubectl logs -p web", []string{"logs", "-p", "web", "--tail=200"}},
 		{"kubectl logs web -- extra", []string{"logs", "web", "--tail=200", "--", "extra"}},
+		// ccmlab's embedded kubectl as a terminal spells it; --infra reads
+		// the management cluster.
+		{"ccmlab kubectl get nodes", []string{"get", "nodes"}},
+		{"ccmlab kubectl --infra get deploy,lease,vmi -A", []string{"--infra", "get", "deploy,lease,vmi", "-A"}},
+		{"ccmlab kubectl --infra -n tenant-ab12 logs deploy/kubevirt-cloud-controller-manager", []string{"--infra", "-n", "tenant-ab12", "logs", "deploy/kubevirt-cloud-controller-manager", "--tail=200"}},
+		{"ccmlab kubectl --infra describe vmi -A", []string{"--infra", "describe", "vmi", "-A"}},
 	} {
 		t.Run(tc.line, func(t *testing.T) {
 			args, err := Parse(tc.line)

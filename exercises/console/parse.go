@@ -119,10 +119,49 @@ func Parse(line string) ([]string, error) {
 	if len(words) == 0 {
 		return nil, refuse("kubectl のコマンドを入力してください (例: kubectl get nodes)。", "type a kubectl command, e.g. kubectl get nodes.")
 	}
+	// `ccmlab kubectl ...` is the embedded kubectl a terminal runs, spelled
+	// as the exercises print it; the console runs that binary anyway.
+	if len(words) > 1 && words[0] == "ccmlab" && words[1] == "kubectl" {
+		words = words[1:]
+		if len(words) > 1 && words[1] == InfraFlag {
+			return checkInfra(words[2:])
+		}
+	}
 	if words[0] != "kubectl" {
 		return nil, refuse("ここで動くのは kubectl と curl だけです: %q は別のプログラムです。", "only kubectl and curl run here: %q is another program.", words[0])
 	}
 	return check(theTree(), words[1:])
+}
+
+// InfraFlag, right after `ccmlab kubectl`, points the embedded kubectl at
+// the kubevirt profile's management cluster (<data-dir>/infra-kubeconfig,
+// cmd/ccmlab kubectl.go). Parse returns it first; Run then gives kubectl
+// that kubeconfig instead of the tenant's.
+const InfraFlag = "--infra"
+
+// InfraKubeconfig is the management cluster's kubeconfig in the data dir
+// (controlplane.InfraKubeconfigName).
+const InfraKubeconfig = "infra-kubeconfig"
+
+// infraCommands are what the console runs on the management cluster:
+// reading only. The page's console is for looking at the CCM, its Lease
+// and the VMIs there; changing them is a terminal's business.
+func infraCommands() []string {
+	return []string{"get", "describe", "logs", "events", "api-resources", "api-versions", "explain"}
+}
+
+// checkInfra applies the policy to the arguments after `ccmlab kubectl
+// --infra`: a reading subcommand, then the same flags as on the tenant.
+func checkInfra(args []string) ([]string, error) {
+	cmd, _ := theTree().find(args)
+	if !slices.Contains(infraCommands(), cmd.path) {
+		return nil, refuse("管理クラスタ (--infra) では読むコマンドだけが動きます: kubectl %s。", "on the management cluster (--infra) only reading commands run: kubectl %s.", strings.Join(infraCommands(), ", "))
+	}
+	rest, err := check(theTree(), args)
+	if err != nil {
+		return nil, err
+	}
+	return append([]string{InfraFlag}, rest...), nil
 }
 
 // check applies the policy to the arguments after "kubectl".
