@@ -95,22 +95,32 @@ func isLogging(fn string) bool {
 
 // attribute returns the call site (file:line of the first frame outside
 // the logging machinery) and the component of the first frame that has one.
-func attribute() (site, component string) {
+//
+// warning says the line came from klog.Warning, Warningf, WarningS or
+// WarningDepth: klog hands a logr sink its warnings as Info (klog.go's
+// output sends every severity but errors to Logger.Info), and the line
+// should still start with W, as klog's own text output prints it (the
+// subnet-tags exercise has students look for cloud-provider-aws's
+// klog.Warningf).
+func attribute() (site, component string, warning bool) {
 	var pcs [48]uintptr
 	n := runtime.Callers(3, pcs[:])
 	frames := runtime.CallersFrames(pcs[:n])
 	for {
 		f, more := frames.Next()
+		if strings.HasPrefix(f.Function, "k8s.io/klog/v2.Warning") {
+			warning = true
+		}
 		if !isLogging(f.Function) {
 			if site == "" {
 				site = fmt.Sprintf("%s:%d", filepath.Base(f.File), f.Line)
 			}
 			if c := componentOf(f.Function); c != "" {
-				return site, c
+				return site, c, warning
 			}
 		}
 		if !more {
-			return site, ""
+			return site, "", warning
 		}
 	}
 }
@@ -167,7 +177,10 @@ func (s *klogSink) write(sev byte, level int, msg string, err error, kv []any) {
 	if st == nil && s.out.termV == 0 {
 		return // an error line with nowhere to go
 	}
-	site, component := attribute()
+	site, component, warning := attribute()
+	if warning && sev == 'I' {
+		sev = 'W'
+	}
 	now := time.Now()
 	var b bytes.Buffer
 	// klog's text header: Lmmdd hh:mm:ss.uuuuuu threadid file:line]
