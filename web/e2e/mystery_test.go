@@ -5,6 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
 	"github.com/ccmlab/ccmlab/web"
 )
 
@@ -156,8 +159,10 @@ func TestDeleteFinalizerThroughThePage(t *testing.T) {
 }
 
 // TestKubevirtHandsOnThroughThePage: the chapter's hands-on in a kubevirt
-// lab (no Service controller), done with the page's console and request
-// panel: EXTERNAL-IP stays <pending>, the NodePort answers.
+// lab (no Service controller), done with the page's console, answer box
+// and request panel: the CCM is not in the tenant but in the management
+// cluster (`ccmlab kubectl --infra`), whose Lease's HOLDER is the answer;
+// EXTERNAL-IP stays <pending>; the NodePort answers.
 func TestKubevirtHandsOnThroughThePage(t *testing.T) {
 	needChromium(t)
 	l := startLab(t, "--profile", "kubevirt")
@@ -168,9 +173,36 @@ func TestKubevirtHandsOnThroughThePage(t *testing.T) {
 	if eval[bool](t, b, q("ctrl-switch-service")+` !== null`) {
 		t.Error("a kubevirt lab shows a Service controller switch")
 	}
-	if st, out := consoleRun(t, b, "kubectl get node -o jsonpath='{range .items[*]}{.metadata.name}{\"\\t\"}{.spec.providerID}{\"\\n\"}{end}'"); st != "ok" || !strings.Contains(out, "kubevirt://") {
+	if st, out := consoleRun(t, b, "kubectl get node -o jsonpath='{range .items[*]}{.metadata.name}{\"\\t\"}{.spec.providerID}{\"\\n\"}{end}'"); st != "ok" || !strings.Contains(out, "kubevirt://tenant-") {
 		t.Errorf("providerIDs: %s %q", st, out)
 	}
+	// The CCM is not in the tenant; the management cluster has its
+	// Deployment, its Lease and one VMI per Node.
+	if st, out := consoleRun(t, b, "kubectl get pods,leases -A"); st != "ok" || strings.Contains(out, "cloud-controller-manager") {
+		t.Errorf("the tenant shows the CCM: %s %q", st, out)
+	}
+	st, out := consoleRun(t, b, "ccmlab kubectl --infra get deploy,lease,vmi -A")
+	if st != "ok" {
+		t.Fatalf("the management side: %s %q", st, out)
+	}
+	var holder string
+	for _, ln := range strings.Split(out, "\n") {
+		if f := strings.Fields(ln); len(f) == 4 && f[1] == "lease.coordination.k8s.io/cloud-controller-manager" {
+			holder = f[2]
+		}
+	}
+	for _, want := range []string{"deployment.apps/kubevirt-cloud-controller-manager", "virtualmachineinstance.kubevirt.io/tenant-"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the management side lacks %s:\n%s", want, out)
+		}
+	}
+	if holder == "" {
+		t.Fatalf("no CCM Lease on the management side:\n%s", out)
+	}
+	b.waitFor(t, "the answer box", q("ex-answer-input-management")+` !== null`, 30*time.Second)
+	b.do(t, "typing the HOLDER", chromedp.SendKeys(chromedp.CSS(sel("ex-answer-input-management")), holder+kb.Enter, chromedp.NodeVisible))
+	waitPassed(t, b, "management", 30*time.Second)
+
 	for _, line := range []string{"kubectl create deployment web --image=nginx:1.29 --port=80", "kubectl expose deployment web --type=LoadBalancer --port=80"} {
 		if st, out := consoleRun(t, b, line); st != "ok" {
 			t.Fatalf("%s: %s %q", line, st, out)
