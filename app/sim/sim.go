@@ -387,7 +387,7 @@ func (s *Sim) followTraces(ctx context.Context) error {
 			if !ok {
 				return nil
 			}
-			s.Observer.ObserveTrace(flow.TraceInfo{ID: t.ID, LB: t.LB, Service: t.Service, Status: t.Status, Time: t.Time})
+			s.Observer.ObserveTrace(flow.TraceInfo{ID: t.ID, LB: t.LB, Service: t.Service, ServiceUID: t.ServiceUID, Status: t.Status, Time: t.Time})
 			if s.cfg.OnTrace != nil {
 				s.cfg.OnTrace(t)
 			}

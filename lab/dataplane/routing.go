@@ -26,7 +26,7 @@ func (e *env) routeLoadBalancer(tr *Trace, lb *cloud.LoadBalancer, l cloud.Liste
 	tr.TargetType = string(lb.TargetType)
 	svc := e.serviceForLB(lb)
 	if svc != nil {
-		tr.Service = svcKey(svc)
+		tr.Service, tr.ServiceUID = svcKey(svc), string(svc.UID)
 	}
 	front := hostPort(cmp.Or(lb.DNSName, lb.IP, lb.Name), l.Port)
 	if isAWS(lb) {
@@ -120,7 +120,7 @@ func (e *env) routeNodePort(tr *Trace, node *v1.Node, port int32, clientIP strin
 		tr.fail(statusRefused, why(tracetext.NoNodePort, "port", strconv.Itoa(int(port))))
 		return reached{}
 	}
-	tr.Service = svcKey(svc)
+	tr.Service, tr.ServiceUID = svcKey(svc), string(svc.UID)
 	policy := externalPolicy(svc)
 	tr.Policy = policy
 	local := policy == PolicyLocal
@@ -157,7 +157,7 @@ func (e *env) routeNodePort(tr *Trace, node *v1.Node, port int32, clientIP strin
 // given) handling a packet for a ClusterIP. In-cluster traffic keeps its
 // source; internalTrafficPolicy Local keeps it on from.
 func (e *env) routeClusterIP(tr *Trace, from *v1.Node, svc *v1.Service, sp *v1.ServicePort, ip string) reached {
-	tr.Service = svcKey(svc)
+	tr.Service, tr.ServiceUID = svcKey(svc), string(svc.UID)
 	policy := internalPolicy(svc)
 	tr.Policy = policy
 	local := policy == PolicyLocal && from != nil

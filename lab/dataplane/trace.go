@@ -85,11 +85,14 @@ type Trace struct {
 	Kind string    `json:"kind"`
 	// Origin says who sent the request: OriginAPI, OriginListener or
 	// OriginLab.
-	Origin   string `json:"origin"`
-	LB       string `json:"lb,omitempty"`
-	Service  string `json:"service,omitempty"` // namespace/name
-	ClientIP string `json:"clientIP"`
-	Hops     []Hop  `json:"hops"`
+	Origin  string `json:"origin"`
+	LB      string `json:"lb,omitempty"`
+	Service string `json:"service,omitempty"` // namespace/name
+	// ServiceUID tells a Service from an earlier one of the same name,
+	// whose requests the page and the flow must not count.
+	ServiceUID string `json:"serviceUID,omitempty"`
+	ClientIP   string `json:"clientIP"`
+	Hops       []Hop  `json:"hops"`
 	// EntryNode is where the packet entered the cluster: the load balancer's
 	// target node, the node whose NodePort was hit, or the client's node.
 	EntryNode string `json:"entryNode,omitempty"`

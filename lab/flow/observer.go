@@ -6,8 +6,10 @@ import (
 	"errors"
 	"log/slog"
 	"reflect"
+	"regexp"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -233,6 +235,9 @@ func (o *Observer) ObserveTrace(t TraceInfo) {
 	if key == "" {
 		return
 	}
+	if v, ok := o.services[key]; ok && t.ServiceUID != "" && v.UID != "" && v.UID != t.ServiceUID {
+		return // a request to an earlier Service of this name
+	}
 	o.traces[key] = t
 	o.recomputeServiceLocked(key)
 }
@@ -373,7 +378,17 @@ func (o *Observer) onService(obj any) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	key := v.Key()
+	old, had := o.services[key]
 	o.services[key] = v
+	if !had || old.UID != v.UID {
+		// A new Service under a used name: a load balancer of the
+		// earlier one (its deletion may still be running) is not its.
+		for name, owner := range o.lbOwner {
+			if owner == key && o.staleLBLocked(name, key) {
+				delete(o.lbOwner, name)
+			}
+		}
+	}
 	if s.Spec.Type == corev1.ServiceTypeLoadBalancer && v.LoadBalancerClass == "" {
 		// Without a class the annotation decides who makes it: the load
 		// balancer controller, under its own name, for type external.
@@ -545,15 +560,36 @@ func (o *Observer) onCloudEvent(e cloud.Event, gap bool) {
 // ownLocked learns which Service an LB belongs to from its tags, which is
 // how LBs created by the add-on (with their own names) are found.
 func (o *Observer) ownLocked(lb cloud.LoadBalancer) {
-	if svc := cloud.TaggedService(lb.Tags); svc != "" {
+	if svc := cloud.TaggedService(lb.Tags); svc != "" && !o.staleLBLocked(lb.Name, svc) {
 		o.lbOwner[lb.Name] = svc
 	}
 }
 
+// staleLBLocked says whether name is the CCM's load balancer of an
+// earlier Service of key's name: the CCM names a load balancer after its
+// Service's UID (cloudprovider.DefaultLoadBalancerName, "a" and the UID
+// without dashes, 32 characters), and the tag the old one keeps names
+// only namespace/name. Its calls (the deletion of the old one) must not
+// become the new Service's evidence.
+func (o *Observer) staleLBLocked(name, key string) bool {
+	v, ok := o.services[key]
+	if !ok || v.UID == "" || !ccmLBName.MatchString(name) {
+		return false
+	}
+	own := "a" + strings.ReplaceAll(v.UID, "-", "")
+	if len(own) > 32 {
+		own = own[:32]
+	}
+	return name != own
+}
+
+// ccmLBName is the shape of cloudprovider.DefaultLoadBalancerName.
+var ccmLBName = regexp.MustCompile(`^a[0-9a-f]{31}$`)
+
 // ownAWSLocked learns the owner of a Classic ELB or NLB from its tags.
 func (o *Observer) ownAWSLocked(name string) {
 	if lb, ok := o.cfg.Cloud.LookupLoadBalancer(name); ok {
-		if svc := cloud.TaggedService(lb.Tags); svc != "" {
+		if svc := cloud.TaggedService(lb.Tags); svc != "" && !o.staleLBLocked(name, svc) {
 			o.lbOwner[name] = svc
 		}
 	}
@@ -700,21 +736,40 @@ func (o *Observer) lbNameLocked(key string) string {
 	return names[0]
 }
 
-func (o *Observer) remember(flowKey string, steps []Step) map[int]time.Time {
+// stampLocked gives each done step the time of the evidence that
+// completed it: the time a step first showed done is kept while it stays
+// done (a later sync's call or a repeated event does not move it), a
+// step without a time gets the moment the lab saw it done, and no step
+// shows a time before the step it follows (events have whole seconds,
+// calls milliseconds: an event can seem to come before the call that
+// caused it). A step that is no longer done forgets its time.
+func (o *Observer) stampLocked(flowKey string, steps []Step) {
 	seen := o.firstSeen[flowKey]
 	if seen == nil {
 		seen = map[int]time.Time{}
 		o.firstSeen[flowKey] = seen
 	}
 	now := o.cfg.Clock.Now()
-	for _, s := range steps {
-		if s.Status == StepDone {
-			if _, ok := seen[s.N]; !ok {
-				seen[s.N] = now
-			}
+	var prev time.Time
+	for i := range steps {
+		s := &steps[i]
+		if s.Status != StepDone {
+			delete(seen, s.N)
+			continue
 		}
+		at, ok := seen[s.N]
+		if !ok {
+			at = s.At
+			if at.IsZero() {
+				at = now
+			}
+			seen[s.N] = at
+		}
+		if at.Before(prev) {
+			at = prev
+		}
+		s.At, prev = at, at
 	}
-	return seen
 }
 
 func (o *Observer) recomputeServiceLocked(key string) {
@@ -746,14 +801,8 @@ func (o *Observer) recomputeServiceLocked(key string) {
 	if t, ok := o.traces[key]; ok {
 		in.lastTrace = &t
 	}
-	seen := o.firstSeen["svc/"+key]
-	f := deriveService(in, seen)
-	seen = o.remember("svc/"+key, f.Steps)
-	for i := range f.Steps {
-		if f.Steps[i].Status == StepDone && f.Steps[i].At.IsZero() {
-			f.Steps[i].At = seen[f.Steps[i].N]
-		}
-	}
+	f := deriveService(in, nil)
+	o.stampLocked("svc/"+key, f.Steps)
 	if old, ok := o.svcFlows[key]; ok && reflect.DeepEqual(old, f) {
 		return
 	}
@@ -785,14 +834,8 @@ func (o *Observer) recomputeNodeLocked(name string) {
 			in.firstPod = &p
 		}
 	}
-	seen := o.firstSeen["node/"+name]
-	f := deriveNode(in, seen)
-	seen = o.remember("node/"+name, f.Steps)
-	for i := range f.Steps {
-		if f.Steps[i].Status == StepDone && f.Steps[i].At.IsZero() {
-			f.Steps[i].At = seen[f.Steps[i].N]
-		}
-	}
+	f := deriveNode(in, nil)
+	o.stampLocked("node/"+name, f.Steps)
 	if old, ok := o.nodeFlows[name]; ok && reflect.DeepEqual(old, f) {
 		return
 	}

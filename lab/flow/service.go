@@ -43,11 +43,14 @@ type serviceInput struct {
 
 // TraceInfo is the part of a data-plane trace the flow needs.
 type TraceInfo struct {
-	ID      string    `json:"id"`
-	LB      string    `json:"lb"`
-	Service string    `json:"service"`
-	Status  int       `json:"status"`
-	Time    time.Time `json:"time"`
+	ID      string `json:"id"`
+	LB      string `json:"lb"`
+	Service string `json:"service"`
+	// ServiceUID is the Service's UID when the data plane knew it: a
+	// request to an earlier Service of the same name is not this one's.
+	ServiceUID string    `json:"serviceUID,omitempty"`
+	Status     int       `json:"status"`
+	Time       time.Time `json:"time"`
 }
 
 func lastEvent(events []EventView, reasons ...string) (EventView, bool) {
@@ -78,15 +81,35 @@ func handlerFor(in serviceInput) (string, *Stuck) {
 	}
 }
 
+// ownEvents keeps the events about this very Service: one deleted and
+// created again under its name has another UID, and its events (kept
+// by name) are not this one's evidence.
+func ownEvents(events []EventView, uid string) []EventView {
+	if uid == "" {
+		return events
+	}
+	var out []EventView
+	for _, e := range events {
+		if e.UID == "" || e.UID == uid {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 func deriveService(in serviceInput, firstSeen map[int]time.Time) ServiceFlow {
+	in.events = ownEvents(in.events, in.svc.UID)
+	if t := in.lastTrace; t != nil && t.ServiceUID != "" && in.svc.UID != "" && t.ServiceUID != in.svc.UID {
+		in.lastTrace = nil
+	}
 	f := ServiceFlow{Service: in.svc.Key(), LB: in.lbName}
 	handler, stuck := handlerFor(in)
 	f.Handler = handler
 
 	ev := make([]evidence, 6)
 	ev[0] = proof(in.svc.Created, flowtext.ServiceStored, "ip", in.svc.ClusterIP, "ports", in.svc.Ports)
-	if e, ok := lastEvent(in.events, "EnsuringLoadBalancer"); ok {
-		ev[1] = proof(e.Time, flowtext.Event, "reason", e.Reason, "source", e.Source)
+	if e, ok := firstEvent(in.events, "EnsuringLoadBalancer"); ok {
+		ev[1] = proof(e.First(), flowtext.Event, "reason", e.Reason, "source", e.Source)
 	} else if hasAny(in.svc.Finalizers, FinalizerLBCleanup, "service.k8s.aws/resources") {
 		ev[1] = proof(time.Time{}, flowtext.Finalizer, "name", in.svc.Finalizers[0])
 	} else if len(in.calls) > 0 {
@@ -100,8 +123,8 @@ func deriveService(in serviceInput, firstSeen map[int]time.Time) ServiceFlow {
 	if len(in.svc.Ingress) > 0 {
 		ingress := strings.Join(in.svc.Ingress, ",")
 		ev[4] = proof(time.Time{}, flowtext.Ingress, "ingress", ingress)
-		if e, ok := lastEvent(in.events, "EnsuredLoadBalancer", "SuccessfullyReconciled"); ok {
-			ev[4] = proof(e.Time, flowtext.IngressEvent, "ingress", ingress, "reason", e.Reason)
+		if e, ok := firstEvent(in.events, "EnsuredLoadBalancer", "SuccessfullyReconciled"); ok {
+			ev[4] = proof(e.First(), flowtext.IngressEvent, "ingress", ingress, "reason", e.Reason)
 		}
 	}
 	if t := in.lastTrace; t != nil && t.Status >= 200 && t.Status < 400 {
@@ -143,9 +166,13 @@ func lbSteps(in serviceInput) (created, targets evidence) {
 	} else if in.awsLB != nil {
 		created = proof(in.awsLB.CreatedAt, flowtext.LBExists, "name", in.awsLB.Name)
 	}
+	// Step 4 happened when its calls were first made after the load
+	// balancer's creation, not when a later sync made them again (a
+	// node that joined re-registers targets minutes later, and step 4
+	// would then show a time after step 5's).
 	actions := targetActions(service)
 	at := time.Time{}
-	if c, ok := lastServiceCall(in.calls, service, actions...); ok {
+	if c, ok := firstServiceCallAfter(in.calls, service, created.at, actions...); ok {
 		at = c.Time
 	}
 	switch {
@@ -174,6 +201,36 @@ func lastServiceCall(calls []cloud.Call, service string, actions ...string) (clo
 		}
 	}
 	return cloud.Call{}, false
+}
+
+// firstServiceCallAfter is the earliest successful call of one of the
+// actions of an API at or after since (any time when since is zero).
+func firstServiceCallAfter(calls []cloud.Call, service string, since time.Time, actions ...string) (cloud.Call, bool) {
+	for _, c := range calls {
+		if c.State != cloud.CallDone || c.Error != "" || c.Service != service || c.Time.Before(since) {
+			continue
+		}
+		for _, a := range actions {
+			if c.Action == a {
+				return c, true
+			}
+		}
+	}
+	return cloud.Call{}, false
+}
+
+// firstEvent is the earliest of this Service's events with one of the
+// reasons (an event that repeats stays one object; First() is its first
+// occurrence).
+func firstEvent(events []EventView, reasons ...string) (EventView, bool) {
+	for _, e := range events {
+		for _, r := range reasons {
+			if e.Reason == r {
+				return e, true
+			}
+		}
+	}
+	return EventView{}, false
 }
 
 func stuckInCloud(in serviceInput, done int) *Stuck {

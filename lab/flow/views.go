@@ -272,6 +272,19 @@ type EventView struct {
 	Source    string    `json:"source"`
 	Count     int32     `json:"count"`
 	Time      time.Time `json:"time"`
+	// UID is the object's UID (the flow matches a Service's events by
+	// it) and FirstTime when the event first happened; neither goes to
+	// the page.
+	UID       string    `json:"-"`
+	FirstTime time.Time `json:"-"`
+}
+
+// First is when the event first happened (Time is its latest repeat).
+func (e EventView) First() time.Time {
+	if !e.FirstTime.IsZero() && e.FirstTime.Before(e.Time) {
+		return e.FirstTime
+	}
+	return e.Time
 }
 
 // NewEventView extracts the view from an events.k8s.io Event.
@@ -279,6 +292,12 @@ func NewEventView(e *eventsv1.Event) EventView {
 	v := EventView{
 		Namespace: e.Namespace, Name: e.Name, Kind: e.Regarding.Kind, Object: e.Regarding.Name,
 		Type: e.Type, Reason: e.Reason, Message: e.Note, Source: e.ReportingController, Count: 1,
+		UID: string(e.Regarding.UID),
+	}
+	for _, t := range []time.Time{e.EventTime.Time, e.DeprecatedFirstTimestamp.Time, e.CreationTimestamp.Time} {
+		if v.FirstTime.IsZero() && !t.IsZero() {
+			v.FirstTime = t
+		}
 	}
 	if v.Source == "" {
 		v.Source = e.DeprecatedSource.Component
