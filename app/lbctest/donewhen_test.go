@@ -14,6 +14,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -94,6 +95,28 @@ func TestDoneWhen(t *testing.T) {
 		if nlb.Scheme != "internal" {
 			t.Errorf("NLB %s scheme %q, want internal", nlb.Name, nlb.Scheme)
 		}
+		// The front-end security group the controller makes for the NLB
+		// (pkg/service/model_build_managed_sg.go): the listener's port
+		// open to 0.0.0.0/0 when the Service names no source ranges,
+		// whatever the scheme.
+		sgs, err := lab.Cloud.DescribeSecurityGroupsAWS(cloud.WithCaller(ctx, "test"), nlb.SecurityGroups, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var front *cloud.SecurityGroup
+		for i, g := range sgs {
+			if g.Tags["service.k8s.aws/stack"] == "default/plain" {
+				front = &sgs[i]
+			}
+		}
+		if front == nil {
+			t.Fatalf("NLB %s groups %v: none is the Service's front-end group", nlb.Name, nlb.SecurityGroups)
+		}
+		if !slices.ContainsFunc(front.Ingress, func(p cloud.IPPermission) bool {
+			return p.Protocol == "tcp" && p.FromPort == 80 && p.ToPort == 80 && slices.Contains(p.CIDRs, "0.0.0.0/0")
+		}) {
+			t.Errorf("front-end group %s (%s) ingress %+v, want tcp 80 from 0.0.0.0/0", front.ID, front.Name, front.Ingress)
+		}
 	})
 
 	t.Run("external ip Service gets a TargetGroupBinding and ip targets", func(t *testing.T) {
@@ -149,6 +172,11 @@ func TestDoneWhen(t *testing.T) {
 			}
 			slices.Sort(want)
 			slices.Sort(got)
+			// ip targets over TCP do not keep the client's address unless
+			// asked (AWS's default; the data plane follows the attribute).
+			if v := tg.Attributes["preserve_client_ip.enabled"]; v != "false" {
+				return false, "preserve_client_ip.enabled " + v + ", want false"
+			}
 			return tg.TargetType == "ip" && len(want) == 2 && slices.Equal(got, want), fmt.Sprintf("type %s targets %v, pods %v || log: %s", tg.TargetType, got, want, tail(controllerLog(t, ctx, lab)))
 		})
 	})
@@ -191,6 +219,85 @@ func TestDoneWhen(t *testing.T) {
 		if svc.Spec.LoadBalancerClass != nil || len(svc.Status.LoadBalancer.Ingress) > 0 {
 			t.Errorf("Service extonly: class %v ingress %v, want no class and <pending>", svc.Spec.LoadBalancerClass, svc.Status.LoadBalancer.Ingress)
 		}
+	})
+
+	t.Run("deleting the Services removes everything the controller made", func(t *testing.T) {
+		// One after another: the shared backend group
+		// (k8s-traffic-<cluster>-<hash>) goes with the last Service that
+		// used it, and Release decides "last" from its informer's view of
+		// the other Services' finalizers (isBackendSGRequired in
+		// pkg/networking/backend_sg_provider.go). Deleted together, a
+		// Service already released but still cached with its finalizer can
+		// make each release think another still needs the group, and it
+		// stays until the next Service comes and goes.
+		for _, name := range []string{"plain", "ipmode", "extonly", "barrier"} {
+			if err := c.CoreV1().Services("default").Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, ctx, "Service "+name+" gone", func() (bool, string) {
+				_, err := c.CoreV1().Services("default").Get(ctx, name, metav1.GetOptions{})
+				return apierrors.IsNotFound(err), fmt.Sprint(err)
+			})
+		}
+		cctx := cloud.WithCaller(ctx, "test")
+		nodeGroup := lab.Cloud.AWSNetworkInfo().NodeGroupID
+		made := func(tags map[string]string) bool { _, ok := tags["elbv2.k8s.aws/cluster"]; return ok }
+		waitFor(t, ctx, "no Service, binding, NLB, target group, group or node-group rule of the controller's left", func() (bool, string) {
+			var left []string
+			svcs, err := c.CoreV1().Services("default").List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			for _, s := range svcs.Items {
+				if s.Spec.Type == v1.ServiceTypeLoadBalancer {
+					left = append(left, "service "+s.Name+" (finalizers "+strings.Join(s.Finalizers, ",")+")")
+				}
+			}
+			dc, err := dynamic.NewForConfig(lab.Config.RestConfig)
+			if err != nil {
+				return false, err.Error()
+			}
+			if tgbs, err := dc.Resource(tgbResource).Namespace("default").List(ctx, metav1.ListOptions{}); err == nil {
+				for _, o := range tgbs.Items {
+					left = append(left, "targetgroupbinding "+o.GetName())
+				}
+			}
+			nlbs, err := lab.Cloud.DescribeNLBs(cctx, nil, nil)
+			if err != nil {
+				return false, err.Error()
+			}
+			for _, lb := range nlbs {
+				if made(lb.Tags) {
+					left = append(left, "nlb "+lb.Name)
+				}
+			}
+			tgs, err := lab.Cloud.DescribeTargetGroups(cctx, nil, "", nil)
+			if err != nil {
+				return false, err.Error()
+			}
+			for _, tg := range tgs {
+				if made(tg.Tags) {
+					left = append(left, "target group "+tg.Name)
+				}
+			}
+			sgs, err := lab.Cloud.DescribeSecurityGroupsAWS(cctx, nil, nil)
+			if err != nil {
+				return false, err.Error()
+			}
+			for _, g := range sgs {
+				if made(g.Tags) {
+					left = append(left, "group "+g.Name)
+				}
+				if g.ID == nodeGroup {
+					for _, p := range g.Ingress {
+						if strings.HasPrefix(p.Description, "elbv2.k8s.aws/") {
+							left = append(left, fmt.Sprintf("node-group rule %s %d-%d from %v", p.Protocol, p.FromPort, p.ToPort, p.GroupIDs))
+						}
+					}
+				}
+			}
+			return len(left) == 0, strings.Join(left, "; ")
+		})
 	})
 
 	// A panic the controller recovers from (controller-runtime logs it and
