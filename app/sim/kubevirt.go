@@ -259,6 +259,9 @@ func (s *Sim) runInfraCCM(ctx context.Context) error {
 	for {
 		err := s.ensureInfraCCMObjects(ctx, c)
 		if err == nil {
+			err = s.ensureInfraNodes(ctx, c) // kubevirtpod.go
+		}
+		if err == nil {
 			break
 		}
 		s.cfg.Logger.Warn("applying the management side's CCM; will retry", "err", err)
@@ -297,13 +300,26 @@ func (s *Sim) runInfraCCM(ctx context.Context) error {
 			}
 			running = want
 			if want != nil {
-				pctx, cancel := context.WithCancel(ctx)
-				stop = cancel
-				wg.Go(func() {
-					if err := s.runInfraProcess(pctx, want, d.Generation); err != nil && pctx.Err() == nil {
-						s.cfg.Logger.Warn("the management side's CCM exited", "err", err)
-					}
-				})
+				// Its Pod first: the process's hostname is the Pod's name
+				// (kubevirtpod.go).
+				pod, perr := s.ensureCCMPod(ctx, c, d)
+				if perr != nil {
+					s.cfg.Logger.Warn("the management side's CCM Pod; will retry", "err", perr)
+					running = nil
+				} else {
+					pctx, cancel := context.WithCancel(ctx)
+					stop = cancel
+					wg.Go(func() {
+						if err := s.runInfraProcess(pctx, want, pod); err != nil && pctx.Err() == nil {
+							s.cfg.Logger.Warn("the management side's CCM exited", "err", err)
+						}
+					})
+				}
+			} else if err == nil {
+				// Scaled to zero: its Pods go.
+				if derr := s.deleteOldCCMPods(ctx, c, d, ""); derr != nil && ctx.Err() == nil {
+					s.cfg.Logger.Warn("deleting the management side's CCM Pods", "err", derr)
+				}
 			}
 		}
 		if err == nil {
@@ -317,7 +333,9 @@ func (s *Sim) runInfraCCM(ctx context.Context) error {
 	}
 }
 
-func (s *Sim) runInfraProcess(ctx context.Context, args []string, gen int64) error {
+// runInfraProcess runs the CCM with the Deployment's arguments as its Pod
+// (hostname) would.
+func (s *Sim) runInfraProcess(ctx context.Context, args []string, hostname string) error {
 	rest0, err := splitFileArgs(args)
 	if err != nil {
 		return err
@@ -329,7 +347,7 @@ func (s *Sim) runInfraProcess(ctx context.Context, args []string, gen int64) err
 	tenant := rest.CopyConfig(s.cfg.RestConfig)
 	return s.Manager.RunProcess(ctx, controllers.Process{
 		Args:        parsed,
-		Hostname:    fmt.Sprintf("%s-%d", InfraCCMName, gen),
+		Hostname:    hostname,
 		Config:      func(string) (*rest.Config, error) { return rest.CopyConfig(tenant), nil },
 		LeaseConfig: s.cfg.Infra,
 	})

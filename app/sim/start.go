@@ -100,8 +100,21 @@ func Start(ctx, gctx context.Context, g *errgroup.Group, cfg Config, sc StartCon
 	if err != nil {
 		return nil, err
 	}
+	var infraKubelet *infraKubelet
 	if sc.ControlPlane != nil {
-		sc.ControlPlane.SetClusterDialer(s.DialCluster)
+		dial := s.DialCluster
+		if s.isKubevirt() {
+			// The management nodes' kubelet API (kubevirtpod.go): `kubectl
+			// --infra logs` of the CCM's Pod.
+			if infraKubelet, err = newInfraKubelet(s); err != nil {
+				_ = s.Close()
+				return nil, err
+			}
+			if infraKubelet != nil {
+				dial = infraKubelet.dialer(dial)
+			}
+		}
+		sc.ControlPlane.SetClusterDialer(dial)
 	}
 	st.AWSAPI, err = awsapi.Listen(awsapi.ServerConfig{
 		Handler: awsapi.Config{Cloud: s.Cloud, Keys: cfg.AWSKeys, Logger: sc.Logger.With("component", "awsapi")},
@@ -110,6 +123,9 @@ func Start(ctx, gctx context.Context, g *errgroup.Group, cfg Config, sc StartCon
 		Files:   cfg.CloudFiles,
 	})
 	if err != nil {
+		if infraKubelet != nil {
+			infraKubelet.ln.Close()
+		}
 		_ = s.Close()
 		return nil, err
 	}
@@ -127,6 +143,9 @@ func Start(ctx, gctx context.Context, g *errgroup.Group, cfg Config, sc StartCon
 	}
 	st.Sim = s
 	Go(gctx, g, "aws api", st.AWSAPI.Serve)
+	if infraKubelet != nil {
+		Go(gctx, g, "kubevirt infra kubelet", infraKubelet.run)
+	}
 	s.Go(gctx, g)
 	if sc.Parts != nil {
 		sc.Parts(s)

@@ -215,7 +215,7 @@ func desired(inst cloud.Instance, ns string) *VMI {
 		Status: VMIStatus{
 			Phase: phase,
 			// The infra node the VM's launcher Pod runs on: one per zone.
-			NodeName:   "infra-" + inst.Zone,
+			NodeName:   InfraNodeName(inst.Zone),
 			Interfaces: []VMIInterface{{Name: DefaultInterface, IPAddress: inst.PrivateIP, IPAddresses: []string{inst.PrivateIP}}},
 			Conditions: []VMICondition{{Type: "Ready", Status: ready}},
 		},

@@ -41,3 +41,8 @@ func NodeName(cluster, id string, controlPlane bool) string {
 	}
 	return cluster + "-md-0-" + suffix("machineset/"+cluster, 5) + "-" + suffix(id, 5)
 }
+
+// InfraNodeName is the management cluster's node in zone, where the
+// launcher Pods of that zone's VMs run (VMI status.nodeName) and the CCM's
+// Pod of the first zone.
+func InfraNodeName(zone string) string { return "infra-" + zone }
