@@ -168,8 +168,8 @@ func evalServiceStatusWritable(ctx context.Context, e *evalCtx, c format.CheckSp
 	case c.State == "allowed" && allowed:
 		return passf("%s は services/status を patch できます", "%s may patch services/status", who)
 	case c.State == "allowed":
-		return failf("%s は services/status を patch できません (結び付いた ClusterRole: %s)。ClusterRole system:controller:service-controller に services/status の patch と update を戻してください。",
-			"%s may not patch services/status (its ClusterRoles: %s). Put patch and update on services/status back into the ClusterRole system:controller:service-controller.",
+		return failf("%s は services/status を patch できません (結び付いた ClusterRole: %s)。",
+			"%s may not patch services/status (its ClusterRoles: %s).",
 			who, strings.Join(roles, ", "))
 	case !allowed:
 		return passf("%s は services/status を patch できません", "%s may not patch services/status", who)

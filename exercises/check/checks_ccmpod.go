@@ -103,9 +103,9 @@ func evalCCMDaemonSet(ctx context.Context, e *evalCtx, c format.CheckSpec) Outco
 		case tolerates:
 			return failf("DaemonSet %s はまだ %s を許容しています (spec.template.spec.tolerations)。", "DaemonSet %s still tolerates %s (spec.template.spec.tolerations).", ds.Name, kube.UninitializedTaint().Key)
 		case !tainted:
-			return failf("control-plane の Node %s に %s がありません。最初の起動のときのように、taint を付けてください。", "the control-plane Node %s has no %s: put the taint on, as at a cluster's first boot.", cp.Name, kube.UninitializedTaint().Key)
+			return failf("control-plane の Node %s に %s がありません。", "the control-plane Node %s has no %s.", cp.Name, kube.UninitializedTaint().Key)
 		case !settled || desired != 0:
-			return failf("DaemonSet %s はまだ Pod を %d 個望んでいます (DESIRED)。taint の付いた Node に、許容しない Pod は置かれません。動いている Pod を消してみてください。", "DaemonSet %s still wants %d Pod(s) (DESIRED). A Pod that does not tolerate the taint is not placed on the tainted Node; delete the running one.", ds.Name, desired)
+			return failf("DaemonSet %s はまだ Pod を %d 個望んでいます (DESIRED)。control-plane の Node では、その Pod がまだ動いています。", "DaemonSet %s still wants %d Pod(s) (DESIRED); its Pod still runs on the control-plane Node.", ds.Name, desired)
 		}
 		return passf("DaemonSet %s は Pod を 1 つも望まず (DESIRED 0)、control-plane の Node %s の taint を外す CCM はいません", "DaemonSet %s wants no Pod (DESIRED 0), and no CCM is left to remove the taint of the control-plane Node %s", ds.Name, cp.Name)
 	}
