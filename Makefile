@@ -172,6 +172,9 @@ bench: build kwok ## Run the benchmarks and print the budgets table (about 55 mi
 	$(GO) test -run '^$$' -bench 'ServiceExternalIP|NodeInit|Fanout200|Burst100|MapRender' -benchtime 20x -timeout 30m ./controllers ./server/hub ./web/e2e | tee -a $(BENCH_OUT)
 	$(GO) test -run '^$$' -bench 'Upstream' -benchtime 20x -timeout 30m ./app/upstreamtest | tee -a $(BENCH_OUT)
 	$(GO) test -run '^$$' -bench 'APICalls' -benchtime 1s ./lab/cloud | tee -a $(BENCH_OUT)
+	@# The real AWS Load Balancer Controller (issue 40 item 5): one lab per run.
+	$(GO) test -run '^$$' -bench 'LBC/hostname' -benchtime 20x -timeout 30m ./app/lbctest | tee -a $(BENCH_OUT)
+	$(GO) test -run '^$$' -bench 'LBC/idle' -benchtime 1x -timeout 30m ./app/lbctest | tee -a $(BENCH_OUT)
 	$(GO) test -run '^$$' -bench 'Heartbeat' -benchtime 5x -timeout 30m ./lab/kubelet | tee -a $(BENCH_OUT)
 	CCMLAB_KWOK=$(BENCH_DIR)/kwok CCMLAB_KWOK_STAGES=$(BENCH_DIR)/kwok-stages.yaml \
 		$(GO) test -run '^$$' -bench 'ColdStart|Idle|NodeCost|ReplayStart|PodCommands' -benchtime 1x -timeout 30m ./cmd/ccmlab | tee -a $(BENCH_OUT)
