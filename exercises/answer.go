@@ -53,12 +53,14 @@ func (s *Service) AnswerStep(ctx context.Context, id, step, value, lang string) 
 	for _, before := range ex.Steps[:i] {
 		if !steps[before.ID].Passed() {
 			s.mu.Unlock()
-			return StepAnswerResult{}, fmt.Errorf("%w: step %s comes after %s, which has not passed", ErrNotCurrent, step, before.ID)
+			return StepAnswerResult{}, errText(ErrNotCurrent,
+				fmt.Sprintf("ステップ %s は %s の後です。%s はまだ通っていません", step, before.ID, before.ID),
+				fmt.Sprintf("step %s comes after %s, which has not passed", step, before.ID))
 		}
 	}
 	if steps[step].Passed() {
 		s.mu.Unlock()
-		return StepAnswerResult{}, fmt.Errorf("%w: step %s has passed already", ErrNotCurrent, step)
+		return StepAnswerResult{}, errText(ErrNotCurrent, fmt.Sprintf("ステップ %s はもう通っています", step), fmt.Sprintf("step %s has passed already", step))
 	}
 	start, err := s.startOf(ctx, id)
 	if err != nil {

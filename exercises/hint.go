@@ -18,13 +18,15 @@ func (s *Service) RevealHint(ctx context.Context, id, step, lang string) (Detail
 	if err == nil {
 		for _, before := range ex.Steps[:i] {
 			if !steps[before.ID].Passed() {
-				err = fmt.Errorf("%w: step %s comes after %s, which has not passed", ErrNotCurrent, step, before.ID)
+				err = errText(ErrNotCurrent,
+					fmt.Sprintf("ステップ %s は %s の後です。%s はまだ通っていません", step, before.ID, before.ID),
+					fmt.Sprintf("step %s comes after %s, which has not passed", step, before.ID))
 				break
 			}
 		}
 	}
 	if err == nil && steps[step].Passed() {
-		err = fmt.Errorf("%w: step %s has passed already", ErrNotCurrent, step)
+		err = errText(ErrNotCurrent, fmt.Sprintf("ステップ %s はもう通っています", step), fmt.Sprintf("step %s has passed already", step))
 	}
 	if err == nil {
 		_, err = s.cfg.Store.RevealHint(ctx, id, step, len(ex.Steps[i].Hints)+1)

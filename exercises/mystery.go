@@ -244,7 +244,9 @@ func (s *Service) NameCause(ctx context.Context, id, causeID, lang string) (Myst
 		return MysteryView{}, fmt.Errorf("%w: reset %s first: no cause is hidden yet", ErrUnavailable, MysteryID)
 	}
 	if named, ok := answers[rowNamedCause]; ok && named.Attempts > 0 {
-		return MysteryView{}, fmt.Errorf("%w: only the first answer counts and it was given (%s); reset for a new challenge", ErrNotCurrent, causes()[named.FirstChoice].id)
+		return MysteryView{}, errText(ErrNotCurrent,
+			fmt.Sprintf("数えるのは最初の答えだけで、それはもう出ています (%s)。新しい問題はリセットから", causes()[named.FirstChoice].id),
+			fmt.Sprintf("only the first answer counts and it was given (%s); reset for a new challenge", causes()[named.FirstChoice].id))
 	}
 	if _, err := s.cfg.Store.RecordAnswer(ctx, MysteryID, rowNamedCause, i, i == hidden.Choice, s.cfg.Now()); err != nil {
 		return MysteryView{}, err

@@ -128,7 +128,9 @@ func (s *Service) quizOpen(ctx context.Context, ex *format.Exercise) error {
 	}
 	for _, st := range ex.Steps {
 		if !steps[st.ID].Passed() {
-			return fmt.Errorf("%w: the quiz of %s opens once its steps have passed (step %s has not)", ErrNotCurrent, ex.ID, st.ID)
+			return errText(ErrNotCurrent,
+				fmt.Sprintf("%s のクイズは、ステップをすべて通ると開きます (ステップ %s がまだです)", ex.ID, st.ID),
+				fmt.Sprintf("the quiz of %s opens once its steps have passed (step %s has not)", ex.ID, st.ID))
 		}
 	}
 	return nil

@@ -15,14 +15,18 @@ import (
 // exerciseError maps the exercise service's errors: an unknown exercise or
 // question is 404, bad input 400, an exercise this lab's profile cannot run
 // 409.
-func exerciseError(err error) error {
+//
+// The message is in the request's language (?lang=ja), as the page's
+// other texts are.
+func exerciseError(c echo.Context, err error) error {
+	msg := exercises.ErrorText(err, lang(c))
 	switch {
 	case errors.Is(err, exercises.ErrNotFound):
-		return echo.NewHTTPError(http.StatusNotFound, err.Error())
+		return echo.NewHTTPError(http.StatusNotFound, msg)
 	case errors.Is(err, exercises.ErrBadInput):
-		return echo.NewHTTPError(http.StatusBadRequest, err.Error())
+		return echo.NewHTTPError(http.StatusBadRequest, msg)
 	case errors.Is(err, exercises.ErrUnavailable), errors.Is(err, exercises.ErrNotCurrent):
-		return echo.NewHTTPError(http.StatusConflict, err.Error())
+		return echo.NewHTTPError(http.StatusConflict, msg)
 	}
 	return err
 }
@@ -43,7 +47,7 @@ func (s *Server) listExercises(c echo.Context) error {
 	}
 	list, err := ex.List(c.Request().Context(), lang(c))
 	if err != nil {
-		return exerciseError(err)
+		return exerciseError(c, err)
 	}
 	return c.JSON(http.StatusOK, list)
 }
@@ -71,7 +75,7 @@ func (s *Server) getExercise(c echo.Context) error {
 	}
 	d, err := ex.Get(c.Request().Context(), c.Param("id"), lang(c))
 	if err != nil {
-		return exerciseError(err)
+		return exerciseError(c, err)
 	}
 	return c.JSON(http.StatusOK, forRole(c, d))
 }
@@ -83,7 +87,7 @@ func (s *Server) checkExercise(c echo.Context) error {
 	}
 	r, err := ex.Check(c.Request().Context(), c.Param("id"), lang(c))
 	if err != nil {
-		return exerciseError(err)
+		return exerciseError(c, err)
 	}
 	s.publishExercise(c.Param("id"))
 	return c.JSON(http.StatusOK, r)
@@ -104,12 +108,12 @@ func (s *Server) resetExercise(c echo.Context) error {
 		return echo.NewHTTPError(http.StatusForbidden, "the cause of the next reset is the instructor's to choose; reset without one for a random cause")
 	}
 	if err := ex.ResetWith(c.Request().Context(), c.Param("id"), opts); err != nil {
-		return exerciseError(err)
+		return exerciseError(c, err)
 	}
 	s.publishExercise(c.Param("id"))
 	d, err := ex.Get(c.Request().Context(), c.Param("id"), lang(c))
 	if err != nil {
-		return exerciseError(err)
+		return exerciseError(c, err)
 	}
 	return c.JSON(http.StatusOK, forRole(c, d))
 }
@@ -142,7 +146,7 @@ func (s *Server) answerQuiz(c echo.Context) error {
 	}
 	r, err := ex.Answer(c.Request().Context(), c.Param("id"), c.Param("q"), *req.Choice, lang(c))
 	if err != nil {
-		return exerciseError(err)
+		return exerciseError(c, err)
 	}
 	s.publishExercise(c.Param("id"))
 	return c.JSON(http.StatusOK, r)
@@ -167,7 +171,7 @@ func (s *Server) answerStep(c echo.Context) error {
 	}
 	r, err := ex.AnswerStep(c.Request().Context(), c.Param("id"), c.Param("step"), *req.Answer, lang(c))
 	if err != nil {
-		return exerciseError(err)
+		return exerciseError(c, err)
 	}
 	s.publishExercise(c.Param("id"))
 	return c.JSON(http.StatusOK, r)
@@ -182,7 +186,7 @@ func (s *Server) revealHint(c echo.Context) error {
 	}
 	d, err := ex.RevealHint(c.Request().Context(), c.Param("id"), c.Param("step"), lang(c))
 	if err != nil {
-		return exerciseError(err)
+		return exerciseError(c, err)
 	}
 	s.publishExercise(c.Param("id"))
 	return c.JSON(http.StatusOK, forRole(c, d))
@@ -210,7 +214,7 @@ func (s *Server) runConsole(c echo.Context) error {
 			}
 			return badRequest("%s", refused.Reason.EN)
 		}
-		return exerciseError(err)
+		return exerciseError(c, err)
 	}
 	s.noteConsoleOutput(res.Output)
 	return c.JSON(http.StatusOK, res)

@@ -28,7 +28,7 @@ func (s *Server) nameCause(c echo.Context) error {
 	}
 	v, err := ex.NameCause(c.Request().Context(), c.Param("id"), req.Cause, lang(c))
 	if err != nil {
-		return exerciseError(err)
+		return exerciseError(c, err)
 	}
 	s.publishExercise(c.Param("id"))
 	return c.JSON(http.StatusOK, v)
