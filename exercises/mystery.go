@@ -90,11 +90,11 @@ func causes() []cause {
 				EN: "The Service carried loadBalancerClass service.k8s.aws/nlb. The Service controller ignores Services with a class, and the controller for that class (the load balancer controller) was not running; there are no events. Running that controller, or creating the Service again without a class (a class cannot be changed), fixes it."}, nil},
 		{CauseIAMDeny,
 			i18n.Text{JA: "IAM が CreateLoadBalancer を拒否している", EN: "IAM denies CreateLoadBalancer"},
-			i18n.Text{JA: "CCM のロールに CreateLoadBalancer が許されていませんでした。SyncLoadBalancerFailed のイベントとコールログに AccessDenied が出ます。拒否を外すと、controller が次の再試行 (間隔は 5 秒から倍々に最大 5 分) で作ります。",
+			i18n.Text{JA: "CCM のロールに CreateLoadBalancer が許されていませんでした。SyncLoadBalancerFailed のイベントとクラウド API の呼び出しログに AccessDenied が出ます。拒否を外すと、controller が次の再試行 (間隔は 5 秒から倍々に最大 5 分) で作ります。",
 				EN: "The CCM's role was not allowed CreateLoadBalancer. SyncLoadBalancerFailed events and the call log show AccessDenied. Once the deny is lifted the controller creates it on its next retry (5 s, doubling up to 5 minutes)."}, nil},
 		{CauseThrottling,
 			i18n.Text{JA: "クラウド API のレート制限 (スロットリング)", EN: "Cloud API rate limit (throttling)"},
-			i18n.Text{JA: "クラウド API が 100 秒に 1 回しか呼べないほど絞られていました。SyncLoadBalancerFailed のイベントとコールログに Throttling: Rate exceeded (EC2 の呼び出しなら RequestLimitExceeded) が出ます。制限を外すと、次の再試行で進みます。",
+			i18n.Text{JA: "クラウド API が 100 秒に 1 回しか呼べないほど絞られていました。SyncLoadBalancerFailed のイベントとクラウド API の呼び出しログに Throttling: Rate exceeded (EC2 の呼び出しなら RequestLimitExceeded) が出ます。制限を外すと、次の再試行で進みます。",
 				EN: "The cloud API was throttled to one call per 100 s. SyncLoadBalancerFailed events and the call log show Throttling: Rate exceeded (RequestLimitExceeded for EC2's calls). Once the limit is lifted the next retry goes through."}, nil},
 		{CauseNodesExcluded,
 			i18n.Text{JA: "すべてのノードがロードバランサーから除外されている", EN: "Every node is excluded from load balancers"},
@@ -106,7 +106,7 @@ func causes() []cause {
 				EN: "The Node controller was off: every new worker VM's Node kept the uninitialized taint and had no providerID (the control-plane Node was initialized when the lab started, but carries the label that excludes it from load balancers). The Service controller's node conditions (stableNodeSetPredicates) check neither Ready nor initialization, so to it there were nodes: it built the load balancer and EXTERNAL-IP appeared (no UnAvailableLoadBalancer either). But the AWS provider (cloud-provider-aws and the lab's alike) leaves Nodes without a providerID out of the targets, so the load balancer has none, and the Pods are Pending on the taint. Switching the Node controller on fixes it."}, nil},
 		{CauseNodeGroupClosed,
 			i18n.Text{JA: "ノードのセキュリティグループがロードバランサーを通さない", EN: "The nodes' security group does not admit the load balancer"},
-			i18n.Text{JA: "cloud-provider-aws は Classic ELB 用のセキュリティグループ k8s-elb-<名前> を作り、ノードのセキュリティグループに「そのグループからの通信をすべて許す」ルールを足します。そのルールが AWS CLI で外されていました (コールログの aws-cli の RevokeSecurityGroupIngress)。EXTERNAL-IP も EnsuredLoadBalancer のイベントも正常ですが、ELB のヘルスチェックも転送もノードで落とされ、インスタンスはすべて OutOfService です。ルールを戻す (aws ec2 authorize-security-group-ingress) か、Service の注釈を変えるなどして Service controller に EnsureLoadBalancer をもう一度呼ばせると、プロバイダーがルールを足し直します。",
+			i18n.Text{JA: "cloud-provider-aws は Classic ELB 用のセキュリティグループ k8s-elb-<名前> を作り、ノードのセキュリティグループに「そのグループからの通信をすべて許す」ルールを足します。そのルールが AWS CLI で外されていました (クラウド API の呼び出しログの aws-cli の RevokeSecurityGroupIngress)。EXTERNAL-IP も EnsuredLoadBalancer のイベントも正常ですが、ELB のヘルスチェックも転送もノードで落とされ、インスタンスはすべて OutOfService です。ルールを戻す (aws ec2 authorize-security-group-ingress) か、Service の注釈を変えるなどして Service controller に EnsureLoadBalancer をもう一度呼ばせると、プロバイダーがルールを足し直します。",
 				EN: "cloud-provider-aws makes a security group k8s-elb-<name> for a Classic ELB and adds to the nodes' security group a rule admitting all traffic from it. That rule had been taken away with the AWS CLI (aws-cli's RevokeSecurityGroupIngress in the call log). EXTERNAL-IP and the EnsuredLoadBalancer event look fine, but the nodes drop the ELB's health checks and traffic alike, and every instance is OutOfService. Putting the rule back (aws ec2 authorize-security-group-ingress), or making the Service controller call EnsureLoadBalancer again (change an annotation of the Service, say), has the provider add it again."},
 			upstreamAWS},
 		{CauseRBACMissing,
@@ -146,9 +146,9 @@ var nudges = map[string]i18n.Text{
 		EN: "If the Service controller were off, the controller panel would show it off and the Service would have no event at all. Compare both."},
 	CauseClassUnhandled: {JA: "担当のいないクラスなら、kubectl get svc shop -o yaml の spec に loadBalancerClass があり、イベントはありません。spec を読んでください。",
 		EN: "With a class nobody handles, kubectl get svc shop -o yaml shows a loadBalancerClass in the spec, and there are no events. Read the spec."},
-	CauseIAMDeny: {JA: "IAM の拒否なら、SyncLoadBalancerFailed のイベントとコールログの結果にエラーコードが出ます。どのコードが出ているか (出ていないか) を読んでください。",
+	CauseIAMDeny: {JA: "IAM の拒否なら、SyncLoadBalancerFailed のイベントとクラウド API の呼び出しログの結果にエラーコードが出ます。どのコードが出ているか (出ていないか) を読んでください。",
 		EN: "An IAM deny shows an error code in the SyncLoadBalancerFailed events and in the call log's results. Read which code is there, if any."},
-	CauseThrottling: {JA: "スロットリングなら、コールログに失敗した呼び出しが並び、障害のパネルに制限が出ます。コールログのエラーコードと障害のパネルを見てください。",
+	CauseThrottling: {JA: "スロットリングなら、クラウド API の呼び出しログに失敗した呼び出しが並び、障害のパネルに制限が出ます。クラウド API の呼び出しログのエラーコードと障害のパネルを見てください。",
 		EN: "Throttling fills the call log with failed calls and shows a limit in the fault panel. Read the call log's error codes and the fault panel."},
 	CauseNodesExcluded: {JA: "ノードが除外されていれば、kubectl get nodes --show-labels で全ノードにそのラベルが見え、UnAvailableLoadBalancer のイベントが出ます。ラベルとイベントを確かめてください。",
 		EN: "If the nodes were excluded, kubectl get nodes --show-labels would show the label on every node, with an UnAvailableLoadBalancer event. Check the labels and the events."},
@@ -160,7 +160,7 @@ var nudges = map[string]i18n.Text{
 		EN: "A missing RBAC rule shows in the SyncLoadBalancerFailed event as forbidden, naming the ServiceAccount, the verb and the resource it was refused. Read the event's message to the end."},
 }
 
-var nudgeOther = i18n.Text{JA: "その原因なら何が見えるはずかを考え、イベント、コールログ、パネル、Node と Pod で確かめてください。",
+var nudgeOther = i18n.Text{JA: "その原因なら何が見えるはずかを考え、イベント、クラウド API の呼び出しログ、パネル、Node と Pod で確かめてください。",
 	EN: "Think about what that cause would show, then check it in the events, the call log, the panels, the Nodes and the Pods."}
 
 // Mystery returns the challenge's view in lang.

@@ -113,14 +113,14 @@ func evalServiceGone(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcom
 	caller := ccmnames.Caller("service")
 	for _, call := range calls(e.hist) {
 		if call.Action == cloud.ActionDeleteLoadBalancer && call.Caller == caller && call.Error == "" {
-			return passf("%s がロードバランサーを削除し (コールログ #%d)、Service %s も消えました",
+			return passf("%s がロードバランサーを削除し (クラウド API の呼び出しログ #%d)、Service %s も消えました",
 				"the %s deleted the load balancer (call #%d) and Service %s is gone", caller, call.Seq, c.Name)
 		}
 	}
 	if e.histErr != nil {
 		return e.truncated()
 	}
-	return failf("Service %s は消えましたが、前のステップの後の %s による DeleteLoadBalancer がコールログにありません。", "Service %s is gone, but the call log has no DeleteLoadBalancer by the %s since the previous step.", c.Name, caller)
+	return failf("Service %s は消えましたが、前のステップの後の %s による DeleteLoadBalancer がクラウド API の呼び出しログにありません。", "Service %s is gone, but the call log has no DeleteLoadBalancer by the %s since the previous step.", c.Name, caller)
 }
 
 // ---- a stopped VM ----
@@ -230,7 +230,7 @@ func evalThrottleRetried(_ context.Context, e *evalCtx, _ format.CheckSpec) Outc
 	if e.histErr != nil {
 		return e.truncated()
 	}
-	return failf("Throttling で失敗した呼び出しの再試行 (同じ相手への同じ呼び出し、%s 以上あと) がまだコールログにありません。",
+	return failf("Throttling で失敗した呼び出しの再試行 (同じ相手への同じ呼び出し、%s 以上あと) がまだクラウド API の呼び出しログにありません。",
 		"the call log shows no retry yet of a throttled call (the same call on the same resource, at least %s later).", retryGap)
 }
 
@@ -331,7 +331,7 @@ func answerCallMethod(_ context.Context, e *evalCtx, a format.AnswerSpec) ([]str
 		if e.histErr != nil {
 			return nil, e.truncated()
 		}
-		return nil, failf("前のステップの後、CCM の %s 呼び出しがまだコールログにありません。", "the call log has no %s by the CCM since the previous step yet.", a.Name)
+		return nil, failf("前のステップの後、CCM の %s 呼び出しがまだクラウド API の呼び出しログにありません。", "the call log has no %s by the CCM since the previous step yet.", a.Name)
 	}
 	return out, Outcome{}
 }

@@ -67,22 +67,22 @@ func evalSubnetCandidates(_ context.Context, e *evalCtx, c format.CheckSpec) Out
 	}
 	if c.State == "none" {
 		if len(in) == 0 {
-			return passf("どのサブネットも別のクラスター用のタグだけを持ち、cloud-provider-aws の候補から外れています (%s)",
+			return passf("どのサブネットも別のクラスタ用のタグだけを持ち、cloud-provider-aws の候補から外れています (%s)",
 				"every subnet carries only another cluster's tag and is out of cloud-provider-aws's candidates (%s)", strings.Join(out, ", "))
 		}
 		if len(ownTagged) > 0 {
-			return failf("サブネット %s にはまだこのクラスターのタグ %s があり、cloud-provider-aws はそれを使います。",
+			return failf("サブネット %s にはまだこのクラスタのタグ %s があり、cloud-provider-aws はそれを使います。",
 				"subnet %s still carries this cluster's tag %s, so cloud-provider-aws still uses it, whatever other cluster's tag is beside it.",
 				strings.Join(ownTagged, ", "), own)
 		}
-		return failf("サブネット %s には kubernetes.io/cluster/ のタグが 1 つもないため、cloud-provider-aws はどのクラスターのものでもないとみなして使います。",
+		return failf("サブネット %s には kubernetes.io/cluster/ のタグが 1 つもないため、cloud-provider-aws はどのクラスタのものでもないとみなして使います。",
 			"subnet %s carries no kubernetes.io/cluster/ tag at all, so cloud-provider-aws takes it as nobody's and uses it.",
 			strings.Join(untagged, ", "))
 	}
 	if len(out) == 0 {
 		return passf("すべてのサブネット (%d 個) が、また cloud-provider-aws の候補です", "all %d subnets are cloud-provider-aws's candidates again", len(in))
 	}
-	return failf("サブネット %s は別のクラスター用のタグだけを持ち、まだ候補から外れています (このクラスターのタグ %s がありません)。",
+	return failf("サブネット %s は別のクラスタ用のタグだけを持ち、まだ候補から外れています (このクラスタのタグ %s がありません)。",
 		"subnet %s still carries only another cluster's tag and stays out of the candidates (no tag %s of this cluster on it).",
 		strings.Join(out, ", "), own)
 }

@@ -320,15 +320,15 @@ func evalCloudCall(_ context.Context, e *evalCtx, c format.CheckSpec) Outcome {
 		last = i18n.Textf("#%[1]d、%[3]s の %[2]s、結果 %[4]s", "#%[1]d, %[2]s by %[3]s, %[4]s", en.Seq, call.Action, cmp.Or(call.Caller, "?"), cmp.Or(call.ErrorCode, "ok"))
 	}
 	if n >= min {
-		return Outcome{true, join2("コールログに %[1]sが %[3]d 回あります (最後は %[2]s)", "the call log has %[3]d %[1]s (the last: %[2]s)", callsWanted(c.Action, c.Caller, c.Result, c.Code, n), last, n)}
+		return Outcome{true, join2("クラウド API の呼び出しログに %[1]sが %[3]d 回あります (最後は %[2]s)", "the call log has %[3]d %[1]s (the last: %[2]s)", callsWanted(c.Action, c.Caller, c.Result, c.Code, n), last, n)}
 	}
 	if e.histErr != nil {
 		return e.truncated()
 	}
 	if n == 0 {
-		return Outcome{false, join2("前のステップが通ってから、%sはまだコールログにありません (%[3]d 回必要です)。", "Since the previous step passed, the call log has no %[1]s yet (%[3]d needed).", callsWanted(c.Action, c.Caller, c.Result, c.Code, 2), i18n.Text{}, min)}
+		return Outcome{false, join2("前のステップが通ってから、%sはまだクラウド API の呼び出しログにありません (%[3]d 回必要です)。", "Since the previous step passed, the call log has no %[1]s yet (%[3]d needed).", callsWanted(c.Action, c.Caller, c.Result, c.Code, 2), i18n.Text{}, min)}
 	}
-	return Outcome{false, join2("前のステップが通ってから、コールログにある%sは %[3]d 回です。%[4]d 回必要です。", "Since the previous step passed, the call log has %[3]d %[1]s; %[4]d are needed.", callsWanted(c.Action, c.Caller, c.Result, c.Code, n), i18n.Text{}, n, min)}
+	return Outcome{false, join2("前のステップが通ってから、クラウド API の呼び出しログにある%sは %[3]d 回です。%[4]d 回必要です。", "Since the previous step passed, the call log has %[3]d %[1]s; %[4]d are needed.", callsWanted(c.Action, c.Caller, c.Result, c.Code, n), i18n.Text{}, n, min)}
 }
 
 func evalDenyChanged(_ context.Context, e *evalCtx, c format.CheckSpec) Outcome {
