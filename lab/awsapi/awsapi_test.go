@@ -644,3 +644,59 @@ func TestELBv2(t *testing.T) {
 		}},
 	})
 }
+
+// A target group's HTTP matcher (Matcher.HttpCode) is kept and answered as
+// given, an NLB's default is 200-399, a matcher out of NLB's 200-599 or on
+// a TCP check is refused and changes nothing, and moving the check to TCP
+// drops it (the ELBv2 API reference, Matcher).
+func TestTargetGroupMatcher(t *testing.T) {
+	l := newLab(t)
+	ctx := context.Background()
+	c := l.elbv2()
+	create := func(name string, proto v2types.ProtocolEnum, m *v2types.Matcher) (*elbv2.CreateTargetGroupOutput, error) {
+		return c.CreateTargetGroup(ctx, &elbv2.CreateTargetGroupInput{Name: aws.String(name), Protocol: v2types.ProtocolEnumTcp,
+			Port: aws.Int32(30080), VpcId: aws.String(l.net.VPCID), HealthCheckProtocol: proto, HealthCheckPath: aws.String("/healthz"), Matcher: m})
+	}
+	matcherOf := func(tg v2types.TargetGroup) string {
+		if tg.Matcher == nil {
+			return ""
+		}
+		return aws.ToString(tg.Matcher.HttpCode)
+	}
+	out, err := create("m-default", v2types.ProtocolEnumHttp, nil)
+	if err != nil || matcherOf(out.TargetGroups[0]) != "200-399" {
+		t.Fatalf("default matcher: %v %+v", err, out)
+	}
+	out, err = create("m-given", v2types.ProtocolEnumHttp, &v2types.Matcher{HttpCode: aws.String("200,202-204")})
+	if err != nil || matcherOf(out.TargetGroups[0]) != "200,202-204" {
+		t.Fatalf("given matcher: %v %+v", err, out)
+	}
+	arn := out.TargetGroups[0].TargetGroupArn
+	for _, tc := range []struct {
+		name, code string
+		proto      v2types.ProtocolEnum
+	}{
+		{"below 200", "199", v2types.ProtocolEnumHttp},
+		{"above 599", "200-600", v2types.ProtocolEnumHttp},
+		{"not a code", "ok", v2types.ProtocolEnumHttp},
+		{"on a TCP check", "200", v2types.ProtocolEnumTcp},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := create("m-bad", tc.proto, &v2types.Matcher{HttpCode: aws.String(tc.code)}); err == nil || !strings.Contains(err.Error(), "ValidationError") {
+				t.Fatalf("create with matcher %q: %v, want a ValidationError", tc.code, err)
+			}
+			if _, err := c.ModifyTargetGroup(ctx, &elbv2.ModifyTargetGroupInput{TargetGroupArn: arn, HealthCheckProtocol: tc.proto,
+				Matcher: &v2types.Matcher{HttpCode: aws.String(tc.code)}}); err == nil {
+				t.Fatalf("modify with matcher %q succeeded", tc.code)
+			}
+			got, err := c.DescribeTargetGroups(ctx, &elbv2.DescribeTargetGroupsInput{TargetGroupArns: []string{*arn}})
+			if err != nil || matcherOf(got.TargetGroups[0]) != "200,202-204" || got.TargetGroups[0].HealthCheckProtocol != v2types.ProtocolEnumHttp {
+				t.Fatalf("after a refused change: %v %+v", err, got)
+			}
+		})
+	}
+	mod, err := c.ModifyTargetGroup(ctx, &elbv2.ModifyTargetGroupInput{TargetGroupArn: arn, HealthCheckProtocol: v2types.ProtocolEnumTcp})
+	if err != nil || matcherOf(mod.TargetGroups[0]) != "" {
+		t.Fatalf("moved to TCP: %v %+v", err, mod)
+	}
+}

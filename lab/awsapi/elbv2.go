@@ -164,10 +164,16 @@ func toV2TG(tg cloud.TargetGroup) v2types.TargetGroup {
 	if hc.Path != "" {
 		out.HealthCheckPath = aws.String(hc.Path)
 	}
+	if hc.Matcher != "" {
+		out.Matcher = &v2types.Matcher{HttpCode: aws.String(hc.Matcher)}
+	}
 	return out
 }
 
-func applyHealthCheck(hc *cloud.TGHealthCheck, proto v2types.ProtocolEnum, port, path *string, interval, timeout, healthy, unhealthy *int32) {
+func applyHealthCheck(hc *cloud.TGHealthCheck, proto v2types.ProtocolEnum, port, path *string, interval, timeout, healthy, unhealthy *int32, matcher *v2types.Matcher) {
+	if matcher != nil && matcher.HttpCode != nil {
+		hc.Matcher = *matcher.HttpCode
+	}
 	if proto != "" {
 		hc.Protocol = string(proto)
 	}
@@ -198,7 +204,7 @@ func (h *Handler) v2CreateTargetGroup(ctx context.Context, in *elbv2.CreateTarge
 	}
 	tg := cloud.TargetGroup{Name: aws.ToString(in.Name), Protocol: string(in.Protocol), Port: aws.ToInt32(in.Port), TargetType: string(in.TargetType), Tags: tags}
 	applyHealthCheck(&tg.HealthCheck, in.HealthCheckProtocol, in.HealthCheckPort, in.HealthCheckPath, in.HealthCheckIntervalSeconds,
-		in.HealthCheckTimeoutSeconds, in.HealthyThresholdCount, in.UnhealthyThresholdCount)
+		in.HealthCheckTimeoutSeconds, in.HealthyThresholdCount, in.UnhealthyThresholdCount, in.Matcher)
 	got, err := h.cfg.Cloud.CreateTargetGroup(ctx, tg)
 	if err != nil {
 		return nil, err
@@ -221,7 +227,7 @@ func (h *Handler) v2DescribeTargetGroups(ctx context.Context, in *elbv2.Describe
 func (h *Handler) v2ModifyTargetGroup(ctx context.Context, in *elbv2.ModifyTargetGroupInput) (*elbv2.ModifyTargetGroupOutput, error) {
 	tg, err := h.cfg.Cloud.ModifyTargetGroup(ctx, aws.ToString(in.TargetGroupArn), func(hc *cloud.TGHealthCheck) {
 		applyHealthCheck(hc, in.HealthCheckProtocol, in.HealthCheckPort, in.HealthCheckPath, in.HealthCheckIntervalSeconds,
-			in.HealthCheckTimeoutSeconds, in.HealthyThresholdCount, in.UnhealthyThresholdCount)
+			in.HealthCheckTimeoutSeconds, in.HealthyThresholdCount, in.UnhealthyThresholdCount, in.Matcher)
 	})
 	if err != nil {
 		return nil, err

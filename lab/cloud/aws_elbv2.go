@@ -53,6 +53,53 @@ type TGHealthCheck struct {
 	TimeoutSeconds     int32  `json:"timeoutSeconds"`
 	HealthyThreshold   int32  `json:"healthyThreshold"`
 	UnhealthyThreshold int32  `json:"unhealthyThreshold"`
+	// Matcher is the HTTP codes an HTTP or HTTPS check takes as healthy
+	// (Matcher.HttpCode: "200", "200,202", "200-299"); "" on a TCP check.
+	Matcher string `json:"matcher,omitempty"`
+}
+
+// DefaultNLBMatcher is an NLB's HTTP matcher when none is given; an NLB
+// takes codes from 200 to 599 (the ELBv2 API reference, Matcher).
+const DefaultNLBMatcher = "200-399"
+
+// ParseMatcher reads Matcher.HttpCode as AWS documents it for Network Load
+// Balancers: codes between 200 and 599, separated by commas, each a code
+// or a range "lo-hi". It returns the ranges.
+func ParseMatcher(m string) ([][2]int, error) {
+	if m == "" {
+		return nil, fmt.Errorf("the matcher is empty")
+	}
+	var out [][2]int
+	for part := range strings.SplitSeq(m, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err1 := strconv.Atoi(lo)
+		b := a
+		var err2 error
+		if isRange {
+			b, err2 = strconv.Atoi(hi)
+		}
+		if err1 != nil || err2 != nil || a < 200 || b > 599 || a > b {
+			return nil, fmt.Errorf("'%s' is not an HTTP code or range between 200 and 599", part)
+		}
+		out = append(out, [2]int{a, b})
+	}
+	return out, nil
+}
+
+// validTGHealthCheck holds a target group's check to what AWS takes; the
+// wording of the answer is the lab's.
+func validTGHealthCheck(hc TGHealthCheck) error {
+	switch hc.Protocol {
+	case "HTTP", "HTTPS":
+		if _, err := ParseMatcher(hc.Matcher); err != nil {
+			return errorf(ErrValidation, "Health check matcher HTTP code: %v", err)
+		}
+	default:
+		if hc.Matcher != "" {
+			return errorf(ErrValidation, "A matcher applies to HTTP and HTTPS health checks only, not %s", hc.Protocol)
+		}
+	}
+	return nil
 }
 
 // TGTarget is a registered target: an instance ID and a port.
@@ -343,6 +390,12 @@ func (c *Cloud) CreateTargetGroup(ctx context.Context, in TargetGroup) (TargetGr
 		if tg.HealthCheck.UnhealthyThreshold == 0 {
 			tg.HealthCheck.UnhealthyThreshold = 3
 		}
+		if (tg.HealthCheck.Protocol == "HTTP" || tg.HealthCheck.Protocol == "HTTPS") && tg.HealthCheck.Matcher == "" {
+			tg.HealthCheck.Matcher = DefaultNLBMatcher
+		}
+		if err := validTGHealthCheck(tg.HealthCheck); err != nil {
+			return "", err
+		}
 		tg.Targets = nil
 		tg.LoadBalancerARNs = nil
 		if tg.TargetType != string(TargetTypeInstance) && tg.TargetType != string(TargetTypeIP) {
@@ -415,7 +468,18 @@ func (c *Cloud) tgOp(ctx context.Context, action, arn, req string, fn func(tg *T
 func (c *Cloud) ModifyTargetGroup(ctx context.Context, arn string, fn func(*TGHealthCheck)) (TargetGroup, error) {
 	var out TargetGroup
 	err := c.tgOp(ctx, ActionModifyTargetGroup, arn, "", func(tg *TargetGroup) (string, error) {
-		fn(&tg.HealthCheck)
+		hc := tg.HealthCheck
+		fn(&hc)
+		if (hc.Protocol == "HTTP" || hc.Protocol == "HTTPS") && hc.Matcher == "" {
+			hc.Matcher = DefaultNLBMatcher
+		}
+		if hc.Protocol != "HTTP" && hc.Protocol != "HTTPS" && tg.HealthCheck.Matcher == hc.Matcher {
+			hc.Matcher = "" // a check moved to TCP drops the matcher it had
+		}
+		if err := validTGHealthCheck(hc); err != nil {
+			return "", err
+		}
+		tg.HealthCheck = hc
 		out = tg.clone()
 		return fmt.Sprintf("%+v", tg.HealthCheck), nil
 	})

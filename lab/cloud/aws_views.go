@@ -338,7 +338,8 @@ func preserveClientIP(tg *TargetGroup) bool {
 func tgHealthCheck(tg *TargetGroup) *HealthCheck {
 	hc := &HealthCheck{Protocol: strings.ToUpper(cmp.Or(tg.HealthCheck.Protocol, "TCP")), Port: tg.Port, Path: tg.HealthCheck.Path,
 		IntervalSeconds: tg.HealthCheck.IntervalSeconds, TimeoutSeconds: tg.HealthCheck.TimeoutSeconds,
-		HealthyThreshold: tg.HealthCheck.HealthyThreshold, UnhealthyThreshold: tg.HealthCheck.UnhealthyThreshold}
+		HealthyThreshold: tg.HealthCheck.HealthyThreshold, UnhealthyThreshold: tg.HealthCheck.UnhealthyThreshold,
+		Matcher: tg.HealthCheck.Matcher}
 	if n, err := strconv.Atoi(tg.HealthCheck.Port); err == nil {
 		hc.Port = int32(n)
 	}

@@ -86,6 +86,9 @@ type HealthCheck struct {
 	TimeoutSeconds     int32  `json:"timeoutSeconds,omitempty"`
 	HealthyThreshold   int32  `json:"healthyThreshold"`
 	UnhealthyThreshold int32  `json:"unhealthyThreshold"`
+	// Matcher is an NLB target group's HTTP codes (TGHealthCheck.Matcher);
+	// "" elsewhere (a Classic ELB takes only 200).
+	Matcher string `json:"matcher,omitempty"`
 }
 
 // LoadBalancer is reached through DNSName (hostname mode) or IP (ip mode);

@@ -84,6 +84,18 @@ type httpProbe struct {
 	path string
 	src  string // the load balancer's address the check comes from
 	nlb  bool   // an NLB's matcher (200-399), else a Classic ELB's 200
+	// matcher is an NLB target group's Matcher.HttpCode ("" for the
+	// default above).
+	matcher string
+	// tls: an HTTPS check, which opens TLS before its GET.
+	tls bool
+}
+
+// noTLS is why an HTTPS check fails on whatever it reaches: no server in the lab speaks TLS, neither
+// the Pods' processes nor kube-proxy's health-check server, so the
+// handshake fails as it would against a plain TCP or HTTP server on AWS.
+func noTLS(what string) string {
+	return fmt.Sprintf("the TLS handshake with %s fails: it answers plain TCP, and no server in the lab speaks TLS", what)
 }
 
 func failed(code, why string) checkResult { return checkResult{code: code, why: why} }
@@ -98,6 +110,15 @@ func (e *env) targetHealth(lb *cloud.LoadBalancer, svc *v1.Service, t cloud.Targ
 	}
 	hc := lb.HealthCheck
 	isHTTP := hc != nil && strings.HasPrefix(strings.ToUpper(hc.Protocol), "HTTP")
+	// An HTTPS check opens TLS first: an NLB's "fail health checks if
+	// they support only TLS 1.3" (docs/aws.md, "TLS checks"). A Classic
+	// ELB's SSL check stays a TCP connect: no AWS text says it shakes
+	// hands.
+	isTLS := hc != nil && strings.EqualFold(hc.Protocol, "HTTPS")
+	matcher := ""
+	if hc != nil {
+		matcher = hc.Matcher
+	}
 	if lb.TargetType == cloud.TargetTypeIP {
 		pod := e.cluster.podByIP(t.ID)
 		var podNode *v1.Node
@@ -113,9 +134,12 @@ func (e *env) targetHealth(lb *cloud.LoadBalancer, svc *v1.Service, t cloud.Targ
 				port = hc.Port
 			}
 			return checkResult{http: &httpProbe{ip: t.ID, port: port, path: cmp.Or(hc.Path, defaultHCPath),
-				src: cmp.Or(lbAddress(lb, nil), defaultClientIP), nlb: lb.Kind == cloud.LBKindNetwork}}, true
+				src: cmp.Or(lbAddress(lb, nil), defaultClientIP), nlb: lb.Kind == cloud.LBKindNetwork, matcher: matcher, tls: isTLS}}, true
 		}
 		if e.readyEndpointIP(svc, t.ID) {
+			if isTLS {
+				return failed(codeFailedChecks, noTLS("Pod "+t.ID)), true
+			}
 			return checkResult{ok: true}, true
 		}
 		return failed(codeFailedChecks, fmt.Sprintf("no ready endpoint has IP %s", t.ID)), true
@@ -142,6 +166,9 @@ func (e *env) targetHealth(lb *cloud.LoadBalancer, svc *v1.Service, t cloud.Targ
 		// kube-proxy answers on a healthCheckNodePort: a TCP check
 		// connects, an HTTP check reads its status (503 without a local
 		// endpoint).
+		if isTLS {
+			return failed(codeFailedChecks, noTLS(fmt.Sprintf("kube-proxy's health check server on node %s port %d", node.Name, port))), true
+		}
 		if !isHTTP || a.LocalEndpoints > 0 {
 			return checkResult{ok: true}, true
 		}
@@ -162,7 +189,10 @@ func (e *env) targetHealth(lb *cloud.LoadBalancer, svc *v1.Service, t cloud.Targ
 	}
 	if isHTTP {
 		return checkResult{http: &httpProbe{node: node, port: port, path: cmp.Or(hc.Path, defaultHCPath),
-			src: cmp.Or(lbAddress(lb, inst), defaultClientIP), nlb: lb.Kind == cloud.LBKindNetwork}}, true
+			src: cmp.Or(lbAddress(lb, inst), defaultClientIP), nlb: lb.Kind == cloud.LBKindNetwork, matcher: matcher, tls: isTLS}}, true
+	}
+	if isTLS {
+		return failed(codeFailedChecks, noTLS(fmt.Sprintf("NodePort %d of node %s", port, node.Name))), true
 	}
 	// kube-proxy answers on a NodePort on every node, so a TCP check only
 	// fails when the node itself is down.

@@ -65,6 +65,12 @@ func TestTargetHealth(t *testing.T) {
 				w.objs.slices = []*discoveryv1.EndpointSlice{testSlice("web-1", ep{w.podByName("web-b"), "notready"})}
 			},
 			target: cloud.Target{ID: podBIP, Port: 8080}, want: cloud.TargetUnhealthy, reasonHas: "no ready endpoint has IP"},
+		// No server in the lab speaks TLS: a check that opens TLS fails on
+		// whatever answers, as AWS's does against a plain server.
+		{name: "HTTPS healthCheckNodePort: kube-proxy answers plain HTTP", policy: local, check: &cloud.HealthCheck{Protocol: "HTTPS", Port: 32000, Path: "/healthz"},
+			target: cloud.Target{ID: instB, Port: 30080}, want: cloud.TargetUnhealthy, reasonHas: "TLS handshake with kube-proxy's health check server", wantCode: codeFailedChecks},
+		{name: "Classic ELB SSL check: a TCP connect", policy: cluster, check: &cloud.HealthCheck{Protocol: "SSL", Port: 30080},
+			target: cloud.Target{ID: instA, Port: 30080}, want: cloud.TargetHealthy},
 		{name: "ip target the VPC cannot reach", policy: cluster, lbType: cloud.TargetTypeIP,
 			mutate: func(w *world) { w.state.Routes = nil },
 			target: cloud.Target{ID: podBIP, Port: 8080}, want: cloud.TargetUnhealthy, reasonHas: "cannot reach", wantCode: codeTimeout},
@@ -136,5 +142,30 @@ func TestHealthCheckNodePortAnswer(t *testing.T) {
 	}
 	if _, err := d.HealthCheckNodePort(nodeA, 30080); !IsReason(err, ReasonNoNodePort) {
 		t.Errorf("NodePort as healthCheckNodePort: %v", err)
+	}
+}
+
+// An NLB's HTTP check holds the answer to its target group's matcher
+// (Matcher.HttpCode, default 200-399); a Classic ELB's takes only 200.
+func TestStatusMatches(t *testing.T) {
+	for _, tc := range []struct {
+		status  int
+		nlb     bool
+		matcher string
+		want    bool
+	}{
+		{200, false, "", true},
+		{302, false, "", false},
+		{302, true, "", true},
+		{404, true, "", false},
+		{404, true, "200-299,404", true},
+		{202, true, "200,202", true},
+		{201, true, "200,202", false},
+		{500, true, "200-599", true},
+		{200, true, "nonsense", false},
+	} {
+		if got := statusMatches(tc.status, tc.nlb, tc.matcher); got != tc.want {
+			t.Errorf("statusMatches(%d, nlb %v, %q) = %v, want %v", tc.status, tc.nlb, tc.matcher, got, tc.want)
+		}
 	}
 }

@@ -244,6 +244,9 @@ func (d *Dataplane) probeHTTP(cv *cloudView, p *httpProbe, timeout time.Duration
 		}
 		return failed(codeFailedChecks, tr.Error)
 	}
+	if p.tls {
+		return failed(codeFailedChecks, noTLS(fmt.Sprintf("Pod %s port %d", tr.Pod, got.port)))
+	}
 	type result struct {
 		a   answer
 		err error
@@ -266,21 +269,34 @@ func (d *Dataplane) probeHTTP(cv *cloudView, p *httpProbe, timeout time.Duration
 	if res.err != nil {
 		return failed(codeFailedChecks, tr.Error)
 	}
-	if statusMatches(res.a.status, p.nlb) {
+	if statusMatches(res.a.status, p.nlb, p.matcher) {
 		return checkResult{ok: true}
 	}
 	want := "200"
 	if p.nlb {
-		want = "200-399"
+		want = cmp.Or(p.matcher, cloud.DefaultNLBMatcher)
 	}
 	return failed(codeCodeMismatch, fmt.Sprintf("GET %s on Pod %s answered %d; the health check wants %s", p.path, tr.Pod, res.a.status, want))
 }
 
-func statusMatches(status int, nlb bool) bool {
-	if nlb {
-		return status >= 200 && status <= 399
+// statusMatches holds status to the check's matcher: a Classic ELB's 200,
+// or an NLB target group's Matcher.HttpCode (cloud.ParseMatcher; the
+// model refuses a matcher it cannot parse, so a bad one here matches
+// nothing).
+func statusMatches(status int, nlb bool, matcher string) bool {
+	if !nlb {
+		return status == http.StatusOK
 	}
-	return status == http.StatusOK
+	ranges, err := cloud.ParseMatcher(cmp.Or(matcher, cloud.DefaultNLBMatcher))
+	if err != nil {
+		return false
+	}
+	for _, r := range ranges {
+		if status >= r[0] && status <= r[1] {
+			return true
+		}
+	}
+	return false
 }
 
 // checkHealth runs one round of health checks against the cloud view cv
