@@ -423,6 +423,15 @@ func (a *App) build(ctx, gctx context.Context, g *errgroup.Group, cl cluster, l 
 		Requests: requester{dp: s.Dataplane, flow: s.Observer}, Epoch: epoch,
 		Exercises: ex, Console: con, Restart: a.restartFunc(), Client: s.Client,
 	}
+	if scfg.Infra != nil {
+		// The kubevirt profile's management cluster on the map.
+		ms, err := newManagementStream(scfg.Infra, s.KubevirtCluster())
+		if err != nil {
+			return err
+		}
+		sim.Go(gctx, g, "management stream", func(ctx context.Context) error { return ms.run(ctx, pub) })
+		sl.Management = ms.current
+	}
 	if embedded {
 		// The lab's own etcd says when it takes no writes (its NOSPACE
 		// alarm): /healthz and the API know it before a write meets it.

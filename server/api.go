@@ -45,6 +45,9 @@ type Lab struct {
 	// writes and why, in words for a student
 	// (controlplane.ControlPlane.EtcdSpace); nil for an attached cluster.
 	EtcdSpace func() (full bool, reason string)
+	// Management, when set, is the kubevirt profile's management cluster
+	// as last read (nil before the first read).
+	Management func() *stream.Management
 }
 
 // SetLab makes the API answer.
@@ -166,6 +169,9 @@ func (s *Server) State(l *Lab) stream.Snapshot {
 		if hs, ok := l.Requests.(interface{ HealthCheckTimeScale() int }); ok {
 			st.Cloud.HealthCheckTimeScale = hs.HealthCheckTimeScale()
 		}
+	}
+	if l.Management != nil {
+		st.Management = l.Management()
 	}
 	if l.Hub != nil {
 		st.Seq = l.Hub.LastSeq()

@@ -41,11 +41,14 @@ var messages = map[string]any{
 	"Listeners":          Listeners{},
 	"Trace":              Trace{},
 	"Exercise":           Exercise{},
+	"Management":         Management{},
 	// Parts of messages.
-	"Profile":    Profile{},
-	"CloudState": CloudState{},
-	"Listener":   Listener{},
-	"Message":    (*Message)(nil),
+	"Profile":       Profile{},
+	"CloudState":    CloudState{},
+	"Listener":      Listener{},
+	"ManagementCCM": ManagementCCM{},
+	"ManagementVMI": ManagementVMI{},
+	"Message":       (*Message)(nil),
 }
 
 // exportedTypes lists the exported type names declared in this package's

@@ -35,6 +35,7 @@ const (
 	TypeListeners   = "listeners"
 	TypeTrace       = "trace"
 	TypeExercise    = labapi.TypeExercise
+	TypeManagement  = "management"
 )
 
 // Types lists every envelope type, in the order docs/protocol.md gives
@@ -43,7 +44,7 @@ func Types() []string {
 	return []string{
 		TypeSnapshot, TypeBye, TypeNode, TypePod, TypeService, TypeEvent, TypeServiceFlow, TypeNodeFlow,
 		TypeCall, TypeCloud, TypeFaults, TypeStepMode, TypeControllers, TypeListeners, TypeTrace,
-		TypeExercise,
+		TypeExercise, TypeManagement,
 	}
 }
 
@@ -61,6 +62,9 @@ type Snapshot struct {
 	// first (at most RecentTraces), so a page opened after a request sent
 	// with curl still shows its path.
 	Traces []Trace `json:"traces"`
+	// Management is the kubevirt profile's management cluster; nil (left
+	// out) in a lab without one.
+	Management *Management `json:"management,omitempty"`
 	flow.Snapshot
 }
 
@@ -201,3 +205,38 @@ func (Trace) Type() string { return TypeTrace }
 // may have changed. Followers (the classroom's dashboard) re-read
 // GET /api/exercises rather than polling it.
 type Exercise = labapi.Exercise
+
+// Management is the kubevirt profile's management cluster as the map
+// draws it (docs/architecture.md, "The management side"): the CCM's
+// Deployment there, outside the tenant, and one VMI per VM. Sent whole
+// whenever it changes.
+type Management struct {
+	// Namespace is the tenant's namespace in the management cluster.
+	Namespace string          `json:"namespace"`
+	CCM       ManagementCCM   `json:"ccm"`
+	VMIs      []ManagementVMI `json:"vmis"`
+}
+
+func (Management) Type() string { return TypeManagement }
+
+// ManagementCCM is the CCM's Deployment in the management cluster.
+type ManagementCCM struct {
+	Deployment string `json:"deployment"`
+	// Ready is its ready replicas (0 or 1).
+	Ready int32 `json:"ready"`
+	// Pod and Node are its running Pod and the management node it is on
+	// ("" while none runs).
+	Pod  string `json:"pod"`
+	Node string `json:"node"`
+	// Controllers is the value of its --controllers flag.
+	Controllers string `json:"controllers"`
+}
+
+// ManagementVMI is one VirtualMachineInstance: a tenant node's VM.
+type ManagementVMI struct {
+	Name  string `json:"name"`
+	Phase string `json:"phase"`
+	IP    string `json:"ip"`
+	// Node is the management node its VM runs on (status.nodeName).
+	Node string `json:"node"`
+}

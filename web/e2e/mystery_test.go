@@ -173,6 +173,11 @@ func TestKubevirtHandsOnThroughThePage(t *testing.T) {
 	if eval[bool](t, b, q("ctrl-switch-service")+` !== null`) {
 		t.Error("a kubevirt lab shows a Service controller switch")
 	}
+	// The map frames the CCM as the management cluster's and tells each
+	// VM's VMI.
+	b.waitFor(t, "the management cluster on the map", q("map-mgmt-label")+` !== null && `+q("map-mgmt-label")+`.textContent.includes("outside the tenant") && `+
+		q("map-mgmt-label")+`.textContent.includes("kubevirt-cloud-controller-manager 1/1") && `+
+		`document.querySelectorAll('[data-testid^="map-inst-"][data-vmi="Running"]').length === 4`, 30*time.Second)
 	if st, out := consoleRun(t, b, "kubectl get node -o jsonpath='{range .items[*]}{.metadata.name}{\"\\t\"}{.spec.providerID}{\"\\n\"}{end}'"); st != "ok" || !strings.Contains(out, "kubevirt://tenant-") {
 		t.Errorf("providerIDs: %s %q", st, out)
 	}

@@ -137,6 +137,7 @@ export function model(st) {
   const insts = [];
   const instByID = new Map();
   const claimed = new Set();
+  const vmiByName = new Map(((st.management && st.management.vmis) || []).map((v) => [v.name, v]));
   for (const inst of st.instances.values()) {
     const nodeName = inst.privateDNSName || inst.name;
     const node = nodeByName.get(nodeName) || null;
@@ -147,6 +148,8 @@ export function model(st) {
     // control plane and the CCM, and the map says so, or its "5 Pods" would
     // puzzle a student.
     x.controlPlane = !!node && !!node.controlPlane;
+    // The kubevirt profile: the VM is a VMI of the management cluster.
+    x.vmi = vmiByName.get(nodeName) || null;
     insts.push(x);
     instByID.set(inst.id, x);
   }
@@ -224,6 +227,7 @@ export function renderMap(st, ui, callsOnly) {
   setText(m.pending, md.unscheduled ? "⏸ " + t("map.unscheduled", { n: md.unscheduled }) : "");
 
   drawActors(st, md, L, seen);
+  drawManagement(st, md, seen);
   drawZones(md, L, seen);
   drawLBs(st, ui, md, L, seen);
   drawRoutes(md, L, seen);
@@ -290,6 +294,41 @@ function drawActors(st, md, L, seen) {
 // callerOf is the name a controller's cloud calls carry (controllers.Caller).
 function callerOf(name) {
   return name === "lbc" ? "load-balancer-controller" : name + "-controller";
+}
+
+// mgmtText is what the map says of the management cluster (the kubevirt
+// profile): where the CCM the switches above act on really runs.
+function mgmtText(mg) {
+  const c = mg.ccm || {};
+  return c.deployment
+    ? t("map.mgmt", { ns: mg.namespace, name: c.deployment, ready: c.ready || 0, pod: c.pod || "–", node: c.node || "–" })
+    : t("map.mgmt.none", { ns: mg.namespace });
+}
+
+// drawManagement frames the CCM's controllers as the management cluster's
+// (kubevirt profile): they run outside the tenant, in its Deployment there.
+function drawManagement(st, md, seen) {
+  const mg = st.management;
+  if (!mg) return;
+  const { el: g, frame, label } = keyed(
+    m.actors,
+    "mgmt",
+    () =>
+      group(
+        { class: "map-mgmt", "data-testid": "map-mgmt" },
+        { frame: s("rect", { class: "map-mgmt-frame", rx: 10 }), label: s("text", { class: "map-mgmt-label", "data-testid": "map-mgmt-label" }) },
+      ),
+    seen,
+  );
+  const n = Math.max(1, md.actors.length);
+  setAttr(frame, "x", PAD - 6);
+  setAttr(frame, "y", ACTOR_Y - 6);
+  setAttr(frame, "width", n * (ACTOR_W + 10) + 2);
+  setAttr(frame, "height", ACTOR_H + 30);
+  setAttr(label, "x", PAD);
+  setAttr(label, "y", ACTOR_Y + ACTOR_H + 18);
+  setAttr(g, "data-ready", String((mg.ccm && mg.ccm.ready) || 0));
+  setText(label, mgmtText(mg));
 }
 
 function drawZones(md, L, seen) {
@@ -372,13 +411,15 @@ function drawInstance(x, ix, iy, box, seen) {
   // their lines go to the zone, not to every box.
   const marks = (x.marks || []).map((k) => HEALTH_GLYPH[k.health] || "?").join("");
   setAttr(taint, "data-marks", compact ? marks : null);
-  const line4 = tainted ? "⚑ " + t("map.taint") : x.controlPlane ? "⚙ " + t("map.controlPlane") : x.node ? shortName(x.node.name) : "";
+  const vmi = x.vmi ? t("map.vmi", { phase: x.vmi.phase || "?", node: x.vmi.node || "?" }) : "";
+  setAttr(g, "data-vmi", x.vmi ? x.vmi.phase || "?" : null);
+  const line4 = tainted ? "⚑ " + t("map.taint") : x.controlPlane ? "⚙ " + t("map.controlPlane") : vmi ? "⧉ " + vmi : x.node ? shortName(x.node.name) : "";
   setText(taint, compact ? (marks ? "⇄ " + marks : "") : line4);
   if (compact) setAttr(pods, "y", 46);
   else setAttr(pods, "y", 50);
   setText(
     tip,
-    [x.id, x.node ? x.node.name : "", `${S.glyph} ${t(S.key)}`, x.pods.map((p) => p.namespace + "/" + p.name).join("\n")].filter(Boolean).join("\n"),
+    [x.id, x.node ? x.node.name : "", `${S.glyph} ${t(S.key)}`, vmi, x.pods.map((p) => p.namespace + "/" + p.name).join("\n")].filter(Boolean).join("\n"),
   );
   const cx = ix + box.w / 2;
   const at = { x: cx, y: iy, el: g, top: [cx, iy], right: [ix + box.w, iy + box.h / 2], box: [ix, iy, box.w, box.h] };
@@ -614,12 +655,14 @@ function flash(call) {
 // who prefers text: the same facts the drawing shows.
 function renderText(st, md) {
   const lines = [];
+  if (st.management) lines.push(mgmtText(st.management));
   lines.push(t("map.region", { region: st.region || "?" }));
   for (const z of md.zones) {
     lines.push(t("map.zone", { zone: z.name }) + ":");
     for (const x of z.insts) {
       const S = NODE_STATE[x.state];
-      lines.push(`  ${x.id}${x.node ? " (" + x.node.name + ")" : ""}${x.controlPlane ? ", " + t("map.controlPlane") : ""}: ${t(S.key)}; ${x.pods.length ? t("map.pods", { n: x.pods.length }) : t("map.pods.none")}`);
+      const vmi = x.vmi ? "; " + t("map.vmi", { phase: x.vmi.phase || "?", node: x.vmi.node || "?" }) : "";
+      lines.push(`  ${x.id}${x.node ? " (" + x.node.name + ")" : ""}${x.controlPlane ? ", " + t("map.controlPlane") : ""}: ${t(S.key)}; ${x.pods.length ? t("map.pods", { n: x.pods.length }) : t("map.pods.none")}${vmi}`);
     }
   }
   const serviceOf = lbServices(st);

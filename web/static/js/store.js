@@ -32,6 +32,7 @@ export function createStore() {
     region: "",
     hcScale: 0,
     traces: [], // newest last
+    management: null, // the kubevirt profile's management cluster (Management), else null
     lastTrace: new Map(), // service key -> Trace
     messages: 0, // messages applied since load (for the responsiveness test)
   };
@@ -74,6 +75,7 @@ export function snapshot(st, d) {
   st.listeners = c.listeners || [];
   st.region = c.region || "";
   st.hcScale = c.healthCheckTimeScale || 0;
+  st.management = d.management || null;
   // The snapshot carries the most recent traces (a request sent with curl
   // before the page opened); keep the ones seen too, they are still true
   // about the past.
@@ -153,6 +155,10 @@ export function apply(st, m) {
     case "controllers":
       st.controllers = d;
       mark("control", "flow");
+      break;
+    case "management":
+      st.management = d;
+      mark("cloud");
       break;
     case "listeners":
       st.listeners = d || [];
