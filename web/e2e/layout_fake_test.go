@@ -127,7 +127,8 @@ const columnsCut = `((ids) => {
 // Screenshots go to artifacts/.
 func TestPageAtLaptopSizes(t *testing.T) {
 	needChromium(t)
-	f := newFakeLab(t, laptopWorld())
+	w := laptopWorld()
+	f := newFakeLab(t, w)
 	for _, size := range [][2]int64{{1280, 720}, {1440, 900}} {
 		for _, lang := range []string{"en", "ja"} {
 			for _, presenter := range []bool{false, true} {
@@ -216,6 +217,11 @@ func TestPageAtLaptopSizes(t *testing.T) {
 					if eval[bool](t, b, q("console")+`.getBoundingClientRect().bottom > window.innerHeight + 1 || `+q("console-input")+`.getBoundingClientRect().bottom > window.innerHeight + 1`) {
 						t.Error("the console's input is below the window")
 					}
+					// A load balancer on the map is named by its Service.
+					lb := w.lbs[0].Name
+					if got := eval[string](t, b, q("map-lb-"+lb)+`.dataset.service + " " + `+q("map-lb-"+lb)+`.querySelector(".map-lb-name").textContent`); got != "default/web-0 ⇄ web-0" {
+						t.Errorf("the map's load balancer %s: %q, want it named by its Service web-0", lb, got)
+					}
 					if !eval[bool](t, b, q("inst-terminate-i-00000000000c0ffee")+`.disabled`) {
 						t.Error("Terminate is enabled on the control-plane instance")
 					}
@@ -248,4 +254,31 @@ func saveViewport(t testing.TB, b *browser, name string) {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot: %s", path)
+}
+
+// TestPresenterFollowsURL: the URL decides presenter mode before what the
+// browser remembers: ?presenter=0 opens the normal page after presenter
+// mode was used, and the page without the parameter opens as last left.
+func TestPresenterFollowsURL(t *testing.T) {
+	needChromium(t)
+	f := newFakeLab(t, bigWorld(3, 6, 1))
+	b := openFake(t, f, "?lang=en&presenter=1")
+	isPresenter := `document.documentElement.classList.contains("presenter")`
+	b.waitFor(t, "presenter mode from the URL", isPresenter, 10*time.Second)
+	for _, tc := range []struct {
+		query string
+		want  bool
+	}{
+		{"?lang=en", true},              // remembered
+		{"?lang=en&presenter=0", false}, // the URL wins
+		{"?lang=en", false},             // and is remembered in turn
+		{"?lang=en&presenter=1", true},
+	} {
+		b.do(t, "opening "+tc.query, chromedp.Navigate(f.srv.URL+"/"+tc.query))
+		b.waitFor(t, "the page live", q("conn-status")+`.dataset.state === "live"`, 20*time.Second)
+		if got := eval[bool](t, b, isPresenter); got != tc.want {
+			t.Errorf("%s: presenter mode %v, want %v", tc.query, got, tc.want)
+		}
+	}
+	b.check(t)
 }
