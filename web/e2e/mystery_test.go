@@ -175,8 +175,8 @@ func TestKubevirtHandsOnThroughThePage(t *testing.T) {
 	}
 	// The map frames the CCM as the management cluster's and tells each
 	// VM's VMI.
-	b.waitFor(t, "the management cluster on the map", q("map-mgmt-label")+` !== null && `+q("map-mgmt-label")+`.textContent.includes("outside the tenant") && `+
-		q("map-mgmt-label")+`.textContent.includes("kubevirt-cloud-controller-manager 1/1") && `+
+	b.waitFor(t, "the management cluster on the map", q("map-mgmt")+` !== null && `+q("map-mgmt")+`.textContent.includes("outside the tenant") && `+
+		q("map-mgmt-ccm")+`.textContent === "kubevirt-cloud-controller-manager 1/1" && `+
 		`document.querySelectorAll('[data-testid^="map-inst-"][data-vmi="Running"]').length === 4`, 30*time.Second)
 	if st, out := consoleRun(t, b, "kubectl get node -o jsonpath='{range .items[*]}{.metadata.name}{\"\\t\"}{.spec.providerID}{\"\\n\"}{end}'"); st != "ok" || !strings.Contains(out, "kubevirt://tenant-") {
 		t.Errorf("providerIDs: %s %q", st, out)

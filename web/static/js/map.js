@@ -306,29 +306,45 @@ function mgmtText(mg) {
 }
 
 // drawManagement frames the CCM's controllers as the management cluster's
-// (kubevirt profile): they run outside the tenant, in its Deployment there.
+// (kubevirt profile): they run outside the tenant, in its Deployment
+// there. The words go to the right of the frame (this profile has two
+// controllers, so there is room); the Pod and its node are in the tip.
 function drawManagement(st, md, seen) {
   const mg = st.management;
   if (!mg) return;
-  const { el: g, frame, label } = keyed(
+  const { el: g, tip, frame, l1, l2, l3 } = keyed(
     m.actors,
     "mgmt",
     () =>
       group(
         { class: "map-mgmt", "data-testid": "map-mgmt" },
-        { frame: s("rect", { class: "map-mgmt-frame", rx: 10 }), label: s("text", { class: "map-mgmt-label", "data-testid": "map-mgmt-label" }) },
+        {
+          tip: s("title"),
+          frame: s("rect", { class: "map-mgmt-frame", rx: 10 }),
+          l1: s("text", { class: "map-mgmt-label map-mgmt-title", "data-testid": "map-mgmt-label" }),
+          l2: s("text", { class: "map-mgmt-label" }),
+          l3: s("text", { class: "map-mgmt-label", "data-testid": "map-mgmt-ccm" }),
+        },
       ),
     seen,
   );
   const n = Math.max(1, md.actors.length);
+  const w = n * (ACTOR_W + 10) + 2;
   setAttr(frame, "x", PAD - 6);
   setAttr(frame, "y", ACTOR_Y - 6);
-  setAttr(frame, "width", n * (ACTOR_W + 10) + 2);
-  setAttr(frame, "height", ACTOR_H + 30);
-  setAttr(label, "x", PAD);
-  setAttr(label, "y", ACTOR_Y + ACTOR_H + 18);
-  setAttr(g, "data-ready", String((mg.ccm && mg.ccm.ready) || 0));
-  setText(label, mgmtText(mg));
+  setAttr(frame, "width", w);
+  setAttr(frame, "height", ACTOR_H + 12);
+  const c = mg.ccm || {};
+  const x = PAD - 6 + w + 10;
+  [l1, l2, l3].forEach((el, i) => {
+    setAttr(el, "x", x);
+    setAttr(el, "y", ACTOR_Y + 8 + i * 15);
+  });
+  setText(l1, t("map.mgmt.title", { ns: mg.namespace }));
+  setText(l2, t("map.mgmt.outside"));
+  setText(l3, c.deployment ? `${c.deployment} ${c.ready || 0}/1` : t("map.mgmt.noccm"));
+  setAttr(g, "data-ready", String(c.ready || 0));
+  setText(tip, mgmtText(mg));
 }
 
 function drawZones(md, L, seen) {
@@ -413,7 +429,8 @@ function drawInstance(x, ix, iy, box, seen) {
   setAttr(taint, "data-marks", compact ? marks : null);
   const vmi = x.vmi ? t("map.vmi", { phase: x.vmi.phase || "?", node: x.vmi.node || "?" }) : "";
   setAttr(g, "data-vmi", x.vmi ? x.vmi.phase || "?" : null);
-  const line4 = tainted ? "⚑ " + t("map.taint") : x.controlPlane ? "⚙ " + t("map.controlPlane") : vmi ? "⧉ " + vmi : x.node ? shortName(x.node.name) : "";
+  // The box has room for the VMI's phase; its management node is in the tip.
+  const line4 = tainted ? "⚑ " + t("map.taint") : x.controlPlane ? "⚙ " + t("map.controlPlane") : x.vmi ? "VMI " + (x.vmi.phase || "?") : x.node ? shortName(x.node.name) : "";
   setText(taint, compact ? (marks ? "⇄ " + marks : "") : line4);
   if (compact) setAttr(pods, "y", 46);
   else setAttr(pods, "y", 50);
