@@ -466,6 +466,10 @@ func (b *browser) click(t testing.TB, testid string) {
 	t.Helper()
 	for attempt := 1; ; attempt++ {
 		eval[bool](t, b, clickProbe)
+		// In the middle of the window: an element at its bottom edge can
+		// be under the docked kubectl console (style.css), which is
+		// "visible" to chromedp yet takes the click.
+		eval[bool](t, b, `(() => { const e = document.querySelector(`+js(sel(testid))+`); if (e && !e.closest(".aside")) e.scrollIntoView({ block: "center", inline: "nearest" }); return true; })()`)
 		ctx, cancel := context.WithTimeout(b.ctx, 60*time.Second)
 		err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel(testid)), chromedp.NodeVisible))
 		cancel()
