@@ -317,7 +317,7 @@ var pageTexts = i18n.Catalog{
 	// it does not name the hidden cause; causes that look alike read alike.
 	"symptom.no-service-controller": {JA: "この Service にはイベントも status もまだありません。何もこの Service に手を付けていません。", EN: "This Service has no event and no status yet: nothing has acted on it."},
 	"symptom.class-unhandled":       {JA: "この Service にはイベントも status もまだありません。何もこの Service に手を付けていません。", EN: "This Service has no event and no status yet: nothing has acted on it."},
-	"symptom.cloud-error":           {JA: "ロードバランサーを作る途中で失敗しています。Service のイベントとコールログを読んでください。", EN: "Making the load balancer fails along the way. Read the Service's events and the call log."},
+	"symptom.cloud-error":           {JA: "ロードバランサーを作る途中で失敗しています。Service のイベントとクラウド API の呼び出しログを読んでください。", EN: "Making the load balancer fails along the way. Read the Service's events and the call log."},
 	"symptom.no-eligible-nodes":     {JA: "ロードバランサーはありますが、ターゲットがありません。", EN: "The load balancer exists, but it has no targets."},
 	"symptom.no-node-controller":    {JA: "この Node にはまだ Pod を置けません。", EN: "Pods cannot be placed on this Node yet."},
 	"symptom.instance-not-running":  {JA: "この Node の VM が応答しません。", EN: "This Node's VM does not answer."},
@@ -392,7 +392,7 @@ var pageTexts = i18n.Catalog{
 	"ex.unavailable":       {JA: "このラボでは実行できません: {msg}", EN: "This lab cannot run it: {msg}"},
 	"ex.restart":           {JA: "ラボを --profile {profile} --addons {addons} で起動し直す", EN: "Restart the lab with --profile {profile} --addons {addons}"},
 	"ex.restart.confirm":   {JA: "もう一度押すと起動し直す", EN: "Press again to restart"},
-	"ex.restart.armed":     {JA: "起動し直すと、クラスターとクラウドは新しく作られ ({profile}、アドオン {addons})、いまの状態はデータディレクトリの .previous に移ります。演習の進み具合は残ります。もう一度押すと実行します。", EN: "A restart builds a new cluster and cloud ({profile}, add-ons {addons}) and moves the present state to the data dir's .previous; exercise progress is kept. Press again to do it."},
+	"ex.restart.armed":     {JA: "起動し直すと、クラスタとクラウドは新しく作られ ({profile}、アドオン {addons})、いまの状態はデータディレクトリの .previous に移ります。演習の進み具合は残ります。もう一度押すと実行します。", EN: "A restart builds a new cluster and cloud ({profile}, add-ons {addons}) and moves the present state to the data dir's .previous; exercise progress is kept. Press again to do it."},
 	"ex.restarting":        {JA: "ラボを {profile} で起動し直しています… 準備ができるとページを読み込み直します。", EN: "Restarting the lab with {profile}… the page reloads once it is ready."},
 	"ex.reset.failed":      {JA: "前回のリセットは失敗しました ({msg})。進み具合は最初に戻してあります。もう一度リセットしてください。", EN: "The last reset failed ({msg}). Progress is back at the start: reset again."},
 	"ex.reset.resumed":     {JA: "ラボがリセットの途中で止まったので、次の起動時にリセットを最後まで済ませました。", EN: "The lab stopped in the middle of the reset; the reset was finished when the lab started again."},
