@@ -131,16 +131,23 @@ func (m *Manager) syncPod(key string) error {
 	if ctr != nil {
 		setRuntimeStatus(updated, *ctr, now)
 	}
-	_, err = pods.UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	if _, err = pods.UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
+		return m.statusNotWritten(ctx, pod, err)
+	}
+	if pod.Status.StartTime == nil && !IsMirrorPod(pod) {
+		m.events.containersStarted(pod) // events.go
+	}
+	if ctr != nil && !ctr.running && !inBackOff(pod, ctr.restarts) {
+		m.events.backOff(pod)
+	}
+	return nil
+}
+
+// statusNotWritten is what a failed status write of pod means: nothing
+// when the kubelet is stopping, the Pod's address released when the Pod
+// is gone (deleted while it was synced), else an error to retry.
+func (m *Manager) statusNotWritten(ctx context.Context, pod *v1.Pod, err error) error {
 	switch {
-	case err == nil:
-		if pod.Status.StartTime == nil && !IsMirrorPod(pod) {
-			m.events.containersStarted(pod) // events.go
-		}
-		if ctr != nil && !ctr.running && !inBackOff(pod, ctr.restarts) {
-			m.events.backOff(pod)
-		}
-		return nil
 	case ctx.Err() != nil:
 		return nil
 	case apierrors.IsNotFound(err):
@@ -334,21 +341,12 @@ func (m *Manager) syncRunPod(ctx context.Context, pod *v1.Pod, key, hostIP, podI
 	if apiequality.Semantic.DeepEqual(pod.Status, updated.Status) {
 		return nil
 	}
-	_, err := m.cfg.Client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
-	switch {
-	case err == nil:
-		if first {
-			m.events.containersStarted(pod) // events.go
-		}
-		m.events.backOffs(pod, updated)
-		return nil
-	case ctx.Err() != nil:
-		return nil
-	case apierrors.IsNotFound(err):
-		if !pod.Spec.HostNetwork {
-			m.releasePodIP(pod)
-		}
-		return nil
+	if _, err := m.cfg.Client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
+		return m.statusNotWritten(ctx, pod, err)
 	}
-	return fmt.Errorf("updating status: %w", err)
+	if first {
+		m.events.containersStarted(pod) // events.go
+	}
+	m.events.backOffs(pod, updated)
+	return nil
 }
