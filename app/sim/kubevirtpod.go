@@ -397,39 +397,10 @@ func (k *infraKubelet) containerLogs(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("previous terminated container %q in pod %q not found", container, name), http.StatusBadRequest)
 		return
 	}
-	o := podlog.Options{TailLines: -1, Follow: q.Get("follow") == "true", Timestamps: q.Get("timestamps") == "true"}
-	bad := func(p string) { http.Error(w, fmt.Sprintf("invalid %s %q", p, q.Get(p)), http.StatusBadRequest) }
-	if v := q.Get("tailLines"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			bad("tailLines")
-			return
-		}
-		o.TailLines = n
-	}
-	if v := q.Get("limitBytes"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 1 {
-			bad("limitBytes")
-			return
-		}
-		o.LimitBytes = n
-	}
-	if v := q.Get("sinceSeconds"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 1 {
-			bad("sinceSeconds")
-			return
-		}
-		o.Since = time.Now().Add(-time.Duration(n) * time.Second)
-	}
-	if v := q.Get("sinceTime"); v != "" {
-		t, err := time.Parse(time.RFC3339, v)
-		if err != nil {
-			bad("sinceTime")
-			return
-		}
-		o.Since = t
+	o, err := podlog.ParseQuery(q, time.Now())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
 	}
 	w.Header().Set("Content-Type", "text/plain")
 	flusher, _ := w.(http.Flusher)

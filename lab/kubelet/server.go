@@ -310,44 +310,11 @@ func (s *apiServer) containerLogs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	o := podlog.Options{TailLines: -1}
-	bad := func(p string) {
-		http.Error(w, fmt.Sprintf("invalid %s %q", p, q.Get(p)), http.StatusBadRequest)
+	o, err := podlog.ParseQuery(q, s.m.cfg.Clock.Now())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
 	}
-	if v := q.Get("tailLines"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			bad("tailLines")
-			return
-		}
-		o.TailLines = n
-	}
-	if v := q.Get("limitBytes"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 1 {
-			bad("limitBytes")
-			return
-		}
-		o.LimitBytes = n
-	}
-	if v := q.Get("sinceSeconds"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 1 {
-			bad("sinceSeconds")
-			return
-		}
-		o.Since = s.m.cfg.Clock.Now().Add(-time.Duration(n) * time.Second)
-	}
-	if v := q.Get("sinceTime"); v != "" {
-		t, err := time.Parse(time.RFC3339, v)
-		if err != nil {
-			bad("sinceTime")
-			return
-		}
-		o.Since = t
-	}
-	o.Follow = q.Get("follow") == "true"
-	o.Timestamps = q.Get("timestamps") == "true"
 	key := s.m.logKey(pod, container)
 	if s.m.runsContainers(pod) {
 		var ok bool
