@@ -21,13 +21,13 @@ import (
 
 	"github.com/ccmlab/ccmlab/controllers/provider"
 	"github.com/ccmlab/ccmlab/internal/pubsub"
-	"github.com/ccmlab/ccmlab/lab/awsapi"
 	"github.com/ccmlab/ccmlab/lab/ccmnames"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/profile"
 )
 
-// AddonLBC is the name of the load-balancer-controller add-on (package lbc)
+// AddonLBC is the name of the lbc add-on (the AWS Load Balancer Controller,
+// package awslbc, which the lab runs as a Deployment: Config.AddonSwitch)
 // in Config.Addons, Status and Enable/Disable.
 const AddonLBC = ccmnames.AddonLBC
 
@@ -66,6 +66,10 @@ type Config struct {
 	// returns them. Add-ons in Addons are on at start as well.
 	Enabled []string
 	// Addons lists add-ons installed in this lab; "lbc" is the only one.
+	// An add-on is no controller of this manager: it runs in the cluster
+	// (the lbc add-on is the AWS Load Balancer Controller's Deployment),
+	// AddonSwitch switches it and SetAddon reports what the cluster says
+	// of it. Addons therefore need AddonSwitch.
 	Addons []string
 	Logger *slog.Logger // default: discard
 	Clock  clock.Clock  // stamps StatusChange; default real time
@@ -76,23 +80,20 @@ type Config struct {
 	// caller names the instance in the call log; client and factory are
 	// the instance's own, stop ends with it.
 	Upstream func(caller string, client kubernetes.Interface, factory informers.SharedInformerFactory, stop <-chan struct{}) (cloudprovider.Interface, error)
-	// AWSAPI, when set, returns the lab's AWS API endpoint on loopback
-	// (lab/awsapi, e.g. http://127.0.0.1:39211), read each time the lbc
-	// add-on starts (the API may come up after NewManager): lbc talks ELBv2
-	// and EC2 to it. Unset, or "" when called, lbc sends the same requests
-	// to the API served in process over Cloud.
-	AWSAPI func() string
-	// AWSKeys is that API's key store (required with AWSAPI): the lbc
-	// add-on signs with the key it issues it, which names the add-on in
-	// the call log.
-	AWSKeys *awsapi.Keys
+	// AddonSwitch switches an add-on of Addons on or off in the cluster,
+	// as an operator would (the lbc add-on: its Deployment scaled to 1 or
+	// 0), and returns once the cluster runs it so or ctx ends. The
+	// add-on's state in Status is not set by the switch but by SetAddon,
+	// from what the cluster says, so that it is the same after a restart
+	// and after a student's kubectl scale.
+	AddonSwitch func(ctx context.Context, addon string, on bool) error
 
 	// Switch, when set, makes the manager hosted (process.go): the CCM
 	// controllers run only inside CCM processes (RunProcess, one per run
 	// of the CCM Pod's container), and Enable/Disable call Switch to have
 	// the CCM's arguments changed (the lab patches its DaemonSet), then
-	// wait until a process runs with them. Add-ons still run in the
-	// manager. Enabled then only says what the first CCM is given.
+	// wait until a process runs with them. Enabled then only says what the
+	// first CCM is given.
 	Switch func(ctx context.Context, controller string, on bool) error
 }
 
@@ -116,8 +117,8 @@ type Tuning struct {
 	// Worker counts. Defaults: node 8 (upstream's ConcurrentNodeSyncs,
 	// default 1: nodes are initialized one at a time, about 12 per second
 	// here; 8 initialize 1,000 launched at once at over 100 per second),
-	// node status 4, node lifecycle 4, service 4 (upstream 1), lbc 2.
-	NodeWorkers, NodeStatusWorkers, NodeLifecycleWorkers, ServiceWorkers, LBCWorkers int
+	// node status 4, node lifecycle 4, service 4 (upstream 1).
+	NodeWorkers, NodeStatusWorkers, NodeLifecycleWorkers, ServiceWorkers int
 	// ClientQPS and ClientBurst apply to each controller's client when
 	// RestConfig leaves them zero (client-go would use 5 and 10, which would
 	// throttle 1,000 Services for minutes). Defaults 200 and 400.
@@ -141,7 +142,6 @@ func (t *Tuning) setDefaults() {
 	t.NodeStatusWorkers = cmp.Or(t.NodeStatusWorkers, 4)
 	t.NodeLifecycleWorkers = cmp.Or(t.NodeLifecycleWorkers, 4)
 	t.ServiceWorkers = cmp.Or(t.ServiceWorkers, 4)
-	t.LBCWorkers = cmp.Or(t.LBCWorkers, 2)
 	t.ClientQPS = cmp.Or(t.ClientQPS, 200)
 	t.ClientBurst = cmp.Or(t.ClientBurst, 400)
 	t.StopTimeout = cmp.Or(t.StopTimeout, 10*time.Second)
@@ -195,6 +195,9 @@ func (c *Config) validate() error {
 		if a != AddonLBC {
 			errs = append(errs, fmt.Errorf("addons: unknown add-on %q (valid: %s)", a, AddonLBC))
 		}
+	}
+	if len(c.Addons) > 0 && c.AddonSwitch == nil {
+		errs = append(errs, errors.New("addons: an add-on runs in the cluster and needs AddonSwitch"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("controllers: invalid config: %w", err)
@@ -251,6 +254,8 @@ type Manager struct {
 	gen      uint64
 	ready    *sync.Cond
 	switchMu sync.Mutex
+	// addonMu serializes add-on switches (addons.go).
+	addonMu sync.Mutex
 
 	// stMu guards on and leaderID, so Status never waits behind a slow
 	// switch.
@@ -272,7 +277,7 @@ func NewManager(cfg Config) (*Manager, error) {
 		cfg:      cfg,
 		log:      cfg.Logger.With("component", "ccm"),
 		provider: provider.New(cfg.Cloud, cfg.Profile, cfg.ClusterName),
-		metrics:  controllersmetrics.NewControllerManagerMetrics("ccmlab-cloud-controller-manager"),
+		metrics:  controllersmetrics.NewControllerManagerMetrics("cloud-controller-manager"),
 		cidrs:    cidrs,
 		units:    map[string]*unit{},
 		draining: map[string]*gate{},
@@ -292,8 +297,9 @@ func NewManager(cfg Config) (*Manager, error) {
 		}
 	}
 	if slices.Contains(cfg.Addons, AddonLBC) {
+		// Off until the cluster says otherwise (SetAddon).
 		m.names = append(m.names, AddonLBC)
-		m.on[AddonLBC] = true
+		m.on[AddonLBC] = false
 	}
 	return m, nil
 }
@@ -321,7 +327,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 	m.runCtx = ctx
 	for _, name := range m.names {
-		if !m.isOn(name) || m.hosted(name) {
+		if !m.isOn(name) || m.hosted(name) || m.addon(name) {
 			continue
 		}
 		if err := m.start(name); err != nil {
@@ -383,6 +389,9 @@ func (m *Manager) Enable(name string) error {
 	if err := m.check(name); err != nil {
 		return err
 	}
+	if m.addon(name) {
+		return m.switchAddon(name, true) // addons.go
+	}
 	if m.hosted(name) {
 		return m.switchHosted(name, true) // process.go
 	}
@@ -411,6 +420,9 @@ func (m *Manager) Disable(name string) error {
 	if err := m.check(name); err != nil {
 		return err
 	}
+	if m.addon(name) {
+		return m.switchAddon(name, false) // addons.go
+	}
 	if m.hosted(name) {
 		return m.switchHosted(name, false) // process.go
 	}
@@ -431,7 +443,8 @@ func (m *Manager) Disable(name string) error {
 
 // Status maps every controller this lab has (profile plus add-ons) to
 // whether it is switched on. While Run is active, on means running; before
-// Run it means it will start with Run; after Run everything is off.
+// Run it means it will start with Run; after Run everything is off. An
+// add-on is on when the cluster says so (SetAddon).
 func (m *Manager) Status() map[string]bool {
 	m.stMu.RLock()
 	defer m.stMu.RUnlock()

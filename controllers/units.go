@@ -25,8 +25,6 @@ import (
 	// Kubernetes' feature list registers them. The lab links it anyway.
 	_ "k8s.io/kubernetes/pkg/features"
 
-	"github.com/ccmlab/ccmlab/controllers/lbc"
-	"github.com/ccmlab/ccmlab/lab/awsapi"
 	"github.com/ccmlab/ccmlab/lab/ccmnames"
 	"github.com/ccmlab/ccmlab/lab/profile"
 )
@@ -85,14 +83,14 @@ func (m *Manager) startIn(parent context.Context, name string, p *Process) error
 	}
 	u.factory = informers.NewSharedInformerFactory(client, resync)
 	var cp cloudprovider.Interface = prov
-	if m.cfg.Upstream != nil && name != AddonLBC {
+	if m.cfg.Upstream != nil {
 		if cp, err = m.cfg.Upstream(Caller(name), client, u.factory, ctx.Done()); err != nil {
 			cancel()
 			u.factory.Shutdown()
 			return fmt.Errorf("starting %s controller: %w", name, err)
 		}
 	}
-	run, err := m.build(name, client, u.factory, cp, p, u.gate)
+	run, err := m.build(name, client, u.factory, cp, p)
 	if err != nil {
 		cancel()
 		u.factory.Shutdown()
@@ -146,7 +144,7 @@ func waitFor(ch <-chan struct{}, timeout time.Duration) bool {
 }
 
 // FieldManager is how the apiserver names every CCM controller's writes
-// (ccmnames.FieldManager).
+// on the AWS-shaped profiles (ccmnames.FieldManagerFor).
 const FieldManager = ccmnames.FieldManager
 
 // clientFor builds the instance's own client, its requests passing through
@@ -166,7 +164,7 @@ func (m *Manager) clientFor(name string, g *gate, unlimited bool, p *Process) (k
 		return m.cfg.Client, nil
 	}
 	rc := rest.CopyConfig(base)
-	rc.UserAgent = FieldManager + "/" + name
+	rc.UserAgent = ccmnames.FieldManagerFor(m.cfg.Profile.ProviderName) + "/" + name
 	if rc.QPS == 0 {
 		rc.QPS = m.cfg.Tuning.ClientQPS
 	}
@@ -189,9 +187,8 @@ func (m *Manager) clientFor(name string, g *gate, unlimited bool, p *Process) (k
 }
 
 // build constructs the named controller on factory's informers and returns
-// its blocking run function. g is the instance's gate (the lbc add-on's
-// AWS requests pass through it).
-func (m *Manager) build(name string, client kubernetes.Interface, factory informers.SharedInformerFactory, p cloudprovider.Interface, proc *Process, g *gate) (func(context.Context), error) {
+// its blocking run function.
+func (m *Manager) build(name string, client kubernetes.Interface, factory informers.SharedInformerFactory, p cloudprovider.Interface, proc *Process) (func(context.Context), error) {
 	t, cidrs, clusterName := m.cfg.Tuning, m.cidrs, m.cfg.ClusterName
 	if proc != nil {
 		t, cidrs, clusterName = proc.tuning, proc.cidrs, proc.Args.ClusterName
@@ -238,58 +235,8 @@ func (m *Manager) build(name string, client kubernetes.Interface, factory inform
 		}
 		return func(ctx context.Context) { c.Run(ctx, t.ServiceWorkers, m.metrics) }, nil
 
-	case AddonLBC:
-		a, err := m.lbcAWS(g)
-		if err != nil {
-			return nil, err
-		}
-		c, err := lbc.New(lbc.Config{
-			Client:      client,
-			AWS:         a,
-			ClusterName: m.cfg.ClusterName,
-			Workers:     t.LBCWorkers,
-			Logger:      m.cfg.Logger,
-		}, factory)
-		if err != nil {
-			return nil, err
-		}
-		return c.Run, nil
 	}
 	return nil, fmt.Errorf("%w %q", ErrUnknownController, name)
-}
-
-// lbcAWS is where the lbc add-on talks AWS: the lab's AWS API endpoint
-// when the manager was given one (Config.AWSAPI), else the same API served
-// in process over the manager's cloud. Either way its requests are the
-// AWS query protocol, signed with the add-on's own key (so the call log
-// names it), and pass through the instance's gate like every controller's
-// cloud calls.
-func (m *Manager) lbcAWS(g *gate) (lbc.AWS, error) {
-	cc, n := m.cfg.Cloud.Config(), m.cfg.Cloud.AWSNetworkInfo()
-	a := lbc.AWS{Region: cc.Region, VPCID: n.VPCID, VPCCIDR: n.CIDR, ClusterID: cc.ClusterID}
-	if m.cfg.AWSAPI != nil {
-		a.Endpoint = m.cfg.AWSAPI()
-	}
-	keys := m.cfg.AWSKeys
-	next := lbc.LoopbackTransport()
-	if a.Endpoint == "" {
-		keys = awsapi.NewKeys()
-		h, err := awsapi.New(awsapi.Config{Cloud: m.cfg.Cloud, Keys: keys, Logger: m.cfg.Logger.With("component", "awsapi")})
-		if err != nil {
-			return a, err
-		}
-		a.Endpoint, next = lbc.InProcessEndpoint, lbc.HandlerTransport(h)
-	}
-	if keys == nil {
-		return a, errors.New("lbc: the lab's AWS API was given without its keys (Config.AWSKeys)")
-	}
-	creds, err := keys.Issue(lbc.Caller)
-	if err != nil {
-		return a, err
-	}
-	a.AccessKeyID, a.SecretAccessKey = creds.AccessKeyID, creds.SecretAccessKey
-	a.HTTPClient = &http.Client{Transport: &gatedTransport{g: g, next: next}}
-	return a, nil
 }
 
 // skipInitialNodeAdds is the node informer as the Service controller sees

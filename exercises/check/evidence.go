@@ -29,7 +29,7 @@ const ManagerKubelet = "kubelet"
 
 // Who did it, for the "by" parameter.
 const (
-	ByCCM     = "ccm"     // the CCM's controllers (ccmnames.FieldManager)
+	ByCCM     = "ccm"     // the CCM's controllers (ccmnames.IsCCM)
 	ByKubelet = "kubelet" // a kubelet
 	ByKubectl = "kubectl" // kubectl (kubectl-create, kubectl-taint, ...)
 	ByNotCCM  = "notccm"  // anyone but the CCM, including no nameable writer
@@ -95,13 +95,13 @@ func byMatches(by string, managers []string) bool {
 	case "":
 		return true
 	case ByCCM:
-		return slices.Contains(managers, ccmnames.FieldManager)
+		return slices.ContainsFunc(managers, ccmnames.IsCCM)
 	case ByKubelet:
 		return slices.Contains(managers, ManagerKubelet)
 	case ByKubectl:
 		return slices.ContainsFunc(managers, func(m string) bool { return strings.HasPrefix(m, "kubectl") })
 	case ByNotCCM:
-		return !slices.Contains(managers, ccmnames.FieldManager)
+		return !slices.ContainsFunc(managers, ccmnames.IsCCM)
 	}
 	return false
 }
@@ -178,6 +178,7 @@ func (e *evalCtx) newNode(name string) bool {
 
 func evalObjectChange(_ context.Context, e *evalCtx, c format.CheckSpec) Outcome {
 	var wrongWho []i18n.Text // what happened, by the wrong writer
+	untainted := false       // the uninitialized taint went by hand: a dead end
 	for _, en := range e.hist {
 		o := en.Object
 		if en.Kind != history.KindObject || o.Resource != c.Resource || (c.Name != "" && o.Name != c.Name) {
@@ -199,6 +200,7 @@ func evalObjectChange(_ context.Context, e *evalCtx, c format.CheckSpec) Outcome
 		}
 		if !byMatches(c.By, o.Managers) {
 			wrongWho = append(wrongWho, join2("%s (書いたのは %s)", "%s, written by %s", changeDone(c.Resource, o.Name, c.Change), whoWrote(o.Managers)))
+			untainted = untainted || c.Change == ChangeTaintRemoved && !slices.ContainsFunc(o.Managers, ccmnames.IsCCM)
 			continue
 		}
 		return Outcome{true, join2("%s (書いたのは %s、履歴の #%d)", "%s, written by %s; entry #%d of the lab's history", changeDone(c.Resource, o.Name, c.Change), whoWrote(o.Managers), en.Seq)}
@@ -212,10 +214,14 @@ func evalObjectChange(_ context.Context, e *evalCtx, c format.CheckSpec) Outcome
 			more = i18n.Textf(" (ほかに %d 件)", " (and %d more)", n)
 		}
 		want := expectedWriter(c.By)
-		return Outcome{false, i18n.Text{
+		o := Outcome{false, i18n.Text{
 			JA: fmt.Sprintf("%s%s。このステップが求める書き手は %s です。", wrongWho[0].JA, more.JA, want.JA),
 			EN: fmt.Sprintf("%s%s; this step wants it done by %s.", wrongWho[0].EN, more.EN, want.EN),
 		}}
+		if untainted {
+			o = wayOut(o, untaintedByHand())
+		}
+		return o
 	}
 	if c.WhileOff != "" {
 		return Outcome{false, join2("前のステップが通ってから、%[2]s controller がオフの間には、%[1]s。", "Since the previous step passed, %[1]s while the %[2]s controller was off.",
@@ -326,7 +332,11 @@ func evalCloudCall(_ context.Context, e *evalCtx, c format.CheckSpec) Outcome {
 		return e.truncated()
 	}
 	if n == 0 {
-		return Outcome{false, join2("前のステップが通ってから、%sはまだクラウド API の呼び出しログにありません (%[3]d 回必要です)。", "Since the previous step passed, the call log has no %[1]s yet (%[3]d needed).", callsWanted(c.Action, c.Caller, c.Result, c.Code, 2), i18n.Text{}, min)}
+		o := Outcome{false, join2("前のステップが通ってから、%sはまだクラウド API の呼び出しログにありません (%[3]d 回必要です)。", "Since the previous step passed, the call log has no %[1]s yet (%[3]d needed).", callsWanted(c.Action, c.Caller, c.Result, c.Code, 2), i18n.Text{}, min)}
+		if t, ok := e.otherCaller(c); ok {
+			o = wayOut(o, t)
+		}
+		return o
 	}
 	return Outcome{false, join2("前のステップが通ってから、クラウド API の呼び出しログにある%sは %[3]d 回です。%[4]d 回必要です。", "Since the previous step passed, the call log has %[3]d %[1]s; %[4]d are needed.", callsWanted(c.Action, c.Caller, c.Result, c.Code, n), i18n.Text{}, n, min)}
 }
@@ -422,7 +432,7 @@ func i18nf(ja, en string, name, wja, wen string, rest ...any) i18n.Text {
 // no controller reported on it while that controller stayed off. What
 // happened after the controller came back does not matter, so switching
 // it on early does not take the step away.
-func evalUnwatched(_ context.Context, e *evalCtx, c format.CheckSpec) Outcome {
+func evalUnwatched(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcome {
 	var created *history.Entry
 	for i, en := range e.hist {
 		if en.Kind != history.KindObject {
@@ -453,6 +463,9 @@ func evalUnwatched(_ context.Context, e *evalCtx, c format.CheckSpec) Outcome {
 	if created == nil {
 		if e.histErr != nil {
 			return e.truncated()
+		}
+		if t, ok := e.stuckTerminating(ctx, c.Name); ok {
+			return Outcome{false, t}
 		}
 		return failf("前のステップの後、%s controller がオフの間に Service %s は作られていません。", "Service %[2]s was not created while the %[1]s controller was off, since the previous step.", c.WhileOff, c.Name)
 	}

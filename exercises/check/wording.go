@@ -98,7 +98,7 @@ func whoWrote(managers []string) i18n.Text {
 	var ja, en []string
 	for _, m := range managers {
 		switch {
-		case m == ccmnames.FieldManager:
+		case ccmnames.IsCCM(m):
 			ja, en = append(ja, "CCM ("+m+")"), append(en, "the CCM ("+m+")")
 		case m == ManagerKubelet:
 			ja, en = append(ja, "kubelet"), append(en, "a kubelet")

@@ -8,10 +8,32 @@ import (
 )
 
 // FieldManager is how the apiserver names every CCM controller's writes in
-// metadata.managedFields: the user agent up to its first "/". Upstream
-// does the same (all of a cloud-controller-manager's controllers write as
-// "cloud-controller-manager"); the controller's name follows the "/".
-const FieldManager = "ccmlab-cloud-controller-manager"
+// metadata.managedFields on the AWS-shaped profiles: the user agent up to
+// its first "/". Upstream's controllers get their clients through
+// rest.AddUserAgent, whose agent starts with the base name of os.Args[0]
+// (client-go rest/config.go:533 DefaultKubernetesUserAgent, :629
+// AddUserAgent); cloud-provider-aws's image starts
+// /bin/aws-cloud-controller-manager (its Dockerfile:56 ENTRYPOINT), so
+// on a real cluster every one of its controllers writes as this name.
+const FieldManager = "aws-cloud-controller-manager"
+
+// FieldManagerKubevirt is the kubevirt profile's CCM, whose container the
+// lab starts as /bin/kubevirt-cloud-controller-manager.
+const FieldManagerKubevirt = "kubevirt-cloud-controller-manager"
+
+// FieldManagerFor is the CCM's field manager for a provider name
+// (profile.Profile.ProviderName).
+func FieldManagerFor(providerName string) string {
+	if providerName == "kubevirt" {
+		return FieldManagerKubevirt
+	}
+	return FieldManager
+}
+
+// IsCCM says whether a field manager is a CCM's.
+func IsCCM(manager string) bool {
+	return manager == FieldManager || manager == FieldManagerKubevirt
+}
 
 // AddonLBC is the lbc add-on's name among the switches.
 const AddonLBC = "lbc"

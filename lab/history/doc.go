@@ -15,9 +15,9 @@
 //
 // Who made an object change comes from metadata.managedFields: the
 // managers whose entry is new or whose timestamp moved in that write.
-// The embedded CCM's controllers all write as "ccmlab-cloud-controller-manager"
-// (like upstream, where every controller of a cloud-controller-manager
-// writes as "cloud-controller-manager"), the simulated kubelets as
+// The CCM's controllers all write as its binary's name,
+// "aws-cloud-controller-manager" (ccmnames.FieldManager, as upstream's
+// do on a real cluster), the simulated kubelets as
 // "kubelet", kubectl as "kubectl-<command>" (kubectl-create,
 // kubectl-expose, kubectl-taint, kubectl-patch, ...). A removal that
 // leaves the remover owning nothing (kubectl taint node X key-) names no

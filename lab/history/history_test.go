@@ -96,8 +96,8 @@ func TestWriters(t *testing.T) {
 		want     []string
 	}{
 		{"the CCM initializes", []metav1.ManagedFieldsEntry{kubelet},
-			[]metav1.ManagedFieldsEntry{entry("kubelet", metav1.ManagedFieldsOperationUpdate, t0, `{}`), entry("ccmlab-cloud-controller-manager", metav1.ManagedFieldsOperationUpdate, t1, `{"f:spec":{"f:providerID":{}}}`)},
-			[]string{"ccmlab-cloud-controller-manager"}},
+			[]metav1.ManagedFieldsEntry{entry("kubelet", metav1.ManagedFieldsOperationUpdate, t0, `{}`), entry("aws-cloud-controller-manager", metav1.ManagedFieldsOperationUpdate, t1, `{"f:spec":{"f:providerID":{}}}`)},
+			[]string{"aws-cloud-controller-manager"}},
 		{"kubectl taint removes the only taint", []metav1.ManagedFieldsEntry{kubelet},
 			[]metav1.ManagedFieldsEntry{entry("kubelet", metav1.ManagedFieldsOperationUpdate, t0, `{}`)}, nil},
 		{"a writer in the same second with more fields", []metav1.ManagedFieldsEntry{kubelet},
