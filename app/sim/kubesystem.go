@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"strings"
 	"time"
@@ -555,7 +556,13 @@ func (s *Sim) runKubeSystem(ctx context.Context) error {
 		if err == nil {
 			return nil
 		}
-		s.cfg.Logger.Warn("applying kube-system's add-ons; will retry", "err", err, "in", wait)
+		// The first miss of the kubernetes Service is the apiserver
+		// still bootstrapping, which every start meets: not a warning.
+		level := slog.LevelWarn
+		if wait == time.Second && apierrors.IsNotFound(err) {
+			level = slog.LevelDebug
+		}
+		s.cfg.Logger.Log(ctx, level, "applying kube-system's add-ons; will retry", "err", err, "in", wait)
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
