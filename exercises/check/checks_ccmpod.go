@@ -111,7 +111,11 @@ func evalCCMDaemonSet(ctx context.Context, e *evalCtx, c format.CheckSpec) Outco
 	}
 	switch {
 	case !tolerates:
-		return failf("DaemonSet %s は %s を許容していません。toleration を戻してください。", "DaemonSet %s does not tolerate %s: put the toleration back.", ds.Name, kube.UninitializedTaint().Key)
+		o := failf("DaemonSet %s は %s を許容していません。toleration を戻してください。", "DaemonSet %s does not tolerate %s: put the toleration back.", ds.Name, kube.UninitializedTaint().Key)
+		if tainted && ds.Status.NumberReady == 0 {
+			o = wayOut(o, strandedSwitch(ds.Name))
+		}
+		return o
 	case !settled || ds.Status.NumberReady < 1:
 		return failf("DaemonSet %s の CCM の Pod はまだ動いていません (READY %d)。", "DaemonSet %s's CCM Pod is not running yet (READY %d).", ds.Name, ds.Status.NumberReady)
 	case tainted:

@@ -77,6 +77,9 @@ func evalServiceCleanupFinalizer(ctx context.Context, e *evalCtx, c format.Check
 func evalServiceTerminating(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcome {
 	svc, _, ok := e.service(ctx, c.Name)
 	if !ok {
+		if t, orphan := e.orphanedLB(c.Name); orphan {
+			return Outcome{false, t}
+		}
 		return failf("Service %s がありません。削除の途中で止まっているはずの Service です (Service controller を止めてから削除しましたか?)。",
 			"Service %s is gone; it should be waiting halfway through its deletion (did you stop the Service controller before deleting it?).", c.Name)
 	}
@@ -107,6 +110,9 @@ func evalServiceGone(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcom
 	// ELB or NLB left behind counts too).
 	for _, lb := range e.env.Cloud.LoadBalancerViews() {
 		if cloud.TaggedService(lb.Tags) == tag {
+			if t, orphan := e.orphanedLB(c.Name); orphan {
+				return Outcome{false, t}
+			}
 			return failf("Service %s は消えましたが、ロードバランサー %s がクラウドに残っています。", "Service %s is gone but load balancer %s is still in the cloud.", c.Name, lb.Name)
 		}
 	}
@@ -260,7 +266,11 @@ func evalServicesExternalIP(ctx context.Context, e *evalCtx, c format.CheckSpec)
 	}
 	if len(waiting) > 0 {
 		if c.State == "set" {
-			return failf("まだ EXTERNAL-IP の無い Service: %s", "Services still without an EXTERNAL-IP: %s", strings.Join(waiting, ", "))
+			o := failf("まだ EXTERNAL-IP の無い Service: %s", "Services still without an EXTERNAL-IP: %s", strings.Join(waiting, ", "))
+			if t, ok := e.retryWait(ctx, waiting); ok {
+				o = wayOut(o, t)
+			}
+			return o
 		}
 		return failf("もう EXTERNAL-IP のある Service: %s", "Services that already have an EXTERNAL-IP: %s", strings.Join(waiting, ", "))
 	}

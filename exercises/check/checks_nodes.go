@@ -90,10 +90,15 @@ func (e *evalCtx) labelProblem(n *corev1.Node) (string, string) {
 }
 
 func evalNodesInitialized(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcome {
-	return e.forEachNode(ctx, c.Nodes, "providerID、アドレス、ラベルが書かれ、taint が外れています", "providerID, addresses and labels written, taint removed",
+	untainted := false // a Node lost the taint with nothing written: a dead end
+	o := e.forEachNode(ctx, c.Nodes, "providerID、アドレス、ラベルが書かれ、taint が外れています", "providerID, addresses and labels written, taint removed",
 		func(n *corev1.Node) (string, string) {
 			for _, f := range []func(*corev1.Node) (string, string){e.providerIDProblem, e.addressProblem, e.labelProblem} {
 				if ja, en := f(n); en != "" {
+					untainted = n.Spec.ProviderID == "" && !kube.HasUninitializedTaint(n)
+					if untainted {
+						return ja + "。uninitialized taint はもうありません", en + ", and the uninitialized taint is already gone"
+					}
 					return ja, en
 				}
 			}
@@ -102,6 +107,10 @@ func evalNodesInitialized(ctx context.Context, e *evalCtx, c format.CheckSpec) O
 			}
 			return "", ""
 		})
+	if untainted {
+		return wayOut(o, untaintedByHand())
+	}
+	return o
 }
 
 func evalNodeProviderID(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcome {
@@ -258,6 +267,12 @@ func evalNodeNotReady(ctx context.Context, e *evalCtx, _ format.CheckSpec) Outco
 		}
 		return failf("Node %s はまだ Ready です。kubelet の応答が止まってから約 10 秒待ってください。", "Node %s is still Ready: wait about 10 s after its kubelet stopped.", n.Name)
 	}
+	for _, inst := range insts {
+		if ok, _ := e.deletedByNodeLifecycle(ctx, inst.PrivateDNSName); !ok {
+			return wayOut(failf("終了した VM の Node %s はもう削除されていますが、node-lifecycle controller の DeletingNode イベントがありません (kubectl delete node で消した Node です)。",
+				"the terminated VM's Node %s is already deleted, with no DeletingNode event from the node-lifecycle controller (a Node deleted with kubectl delete node).", inst.PrivateDNSName), kubectlDeletedNode())
+		}
+	}
 	return failf("終了した VM の Node はもう削除されています。node-lifecycle controller をオフにしてからやり直してください。", "the terminated VM's Node is already deleted: switch the node-lifecycle controller off first, then try again.")
 }
 
@@ -328,8 +343,8 @@ func (e *evalCtx) deletedByNodeLifecycle(ctx context.Context, name string) (bool
 			return true, Outcome{}
 		}
 	}
-	return false, failf("Node %s は消えましたが、node-lifecycle controller の DeletingNode イベントがありません。kubectl delete node で消した Node は、controller が消したことになりません。",
-		"Node %s is gone, but there is no DeletingNode event from the node-lifecycle controller: a Node deleted with kubectl delete node was not deleted by the controller.", name)
+	return false, wayOut(failf("Node %s は消えましたが、node-lifecycle controller の DeletingNode イベントがありません。kubectl delete node で消した Node は、controller が消したことになりません。",
+		"Node %s is gone, but there is no DeletingNode event from the node-lifecycle controller: a Node deleted with kubectl delete node was not deleted by the controller.", name), kubectlDeletedNode())
 }
 
 // eventTime is when an Event last happened, whichever fields its recorder
