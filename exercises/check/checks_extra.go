@@ -13,6 +13,7 @@ func extraKinds() map[string]checkKind {
 	maps.Copy(m, ccmpodKinds())   // checks_ccmpod.go
 	maps.Copy(m, ipTargetKinds()) // checks_iptargets.go
 	maps.Copy(m, kubevirtKinds()) // checks_kubevirt.go
+	maps.Copy(m, ownerKinds())    // checks_owner.go
 	return m
 }
 

@@ -25,7 +25,7 @@ func TestExercisesLoad(t *testing.T) {
 	// the review last.
 	want := []string{"cloudprovider-interface", "no-ccm", "node-init", "pending-on-purpose", "iam-deny", "local-traffic", "lb-class",
 		"ingress-ip-hostname", "lbc-annotations", "delete-finalizer", "routes", "terminated-vm", "shutdown-taint", "security-groups",
-		"closed-node-group", "subnet-tags", "ip-targets-routes", "ccm-rbac", "ccm-toleration", "rate-limits", "kcm-external", "kubevirt-handson", "mystery-pending", "review"}
+		"closed-node-group", "subnet-tags", "ip-targets-routes", "ccm-rbac", "ccm-toleration", "rate-limits", "kcm-external", "kubevirt-handson", "lb-owner", "mystery-pending", "review"}
 	if !slices.Equal(ids, want) {
 		t.Fatalf("exercises = %v, want %v", ids, want)
 	}
