@@ -107,7 +107,7 @@ func TestUnavailableExercise(t *testing.T) {
 	for _, sum := range list {
 		want := !slices.Contains([]string{"pending-on-purpose", "iam-deny", "lb-class", "local-traffic", "routes",
 			"delete-finalizer", "ingress-ip-hostname", "lbc-annotations", "rate-limits", "cloudprovider-interface", "mystery-pending",
-			"security-groups", "closed-node-group", "ip-targets-routes", "subnet-tags", "ccm-rbac", "ccm-toleration"}, sum.ID)
+			"security-groups", "closed-node-group", "ip-targets-routes", "subnet-tags", "ccm-rbac", "ccm-toleration", "lb-owner"}, sum.ID)
 		if sum.Available != want {
 			t.Errorf("%s available = %v (%s)", sum.ID, sum.Available, sum.Unavailable)
 		}
