@@ -391,6 +391,9 @@ func (a *App) build(ctx, gctx context.Context, g *errgroup.Group, cl cluster, l 
 	}
 	s := st.Sim
 	a.cfg.Say(fmt.Sprintf("  AWS API on %s (. %s, then: aws ec2 describe-instances)", st.AWSAPI.URL(), awsEnv))
+	if err := writeLabEnv(a.cfg.Files, a.dataDir); err != nil {
+		return err
+	}
 
 	if l.store, err = progress.Open(filepath.Join(a.dataDir, "progress.db")); err != nil {
 		return err
@@ -404,7 +407,7 @@ func (a *App) build(ctx, gctx context.Context, g *errgroup.Group, cl cluster, l 
 	}
 	ex, err := exercises.New(exercises.Config{
 		Env:   env,
-		Store: l.store, Nodes: a.cfg.Nodes, Logger: a.cfg.Logger.With("component", "exercises"), Addr: a.cfg.Addr,
+		Store: l.store, Nodes: a.cfg.Nodes, Logger: a.cfg.Logger.With("component", "exercises"), Addr: a.cfg.Addr, DataDir: a.dataDir,
 		Restartable:   a.cfg.Restart != nil,
 		RestoreSystem: s.RestoreKubeSystem, // kube-system's add-ons (app/sim/kubesystem.go)
 		// A step passed by the automatic check turns green on the page.

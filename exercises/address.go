@@ -1,18 +1,58 @@
 package exercises
 
 import (
+	"path/filepath"
+	"regexp"
 	"strings"
 )
 
 // defaultAddr is the lab's address the exercises' commands are written with.
 const defaultAddr = "localhost:8080"
 
-// onThisLab rewrites a command written for the default address to the
-// lab's own, so a lab started with --listen 127.0.0.1:9090 shows commands
-// that reach it.
+// defaultDataDir is the data dir the exercises' commands are written with
+// (`. .ccmlab/aws.env`): `ccmlab serve`'s default, relative to the
+// directory it was started in.
+const defaultDataDir = ".ccmlab"
+
+// LabEnvFile is the file in the data dir that a terminal sources once
+// (`. <data-dir>/lab.env`) so that the exercises' terminal commands reach
+// this lab: KUBECONFIG, CCMLAB_DATA_DIR and, on the AWS-shaped profiles,
+// aws.env's AWS_* variables (app writes it).
+const LabEnvFile = "lab.env"
+
+// dataDirRef matches the default data dir where a command names it as a
+// path: at the start of a word (after a space, '=', a quote or '$(').
+var dataDirRef = regexp.MustCompile(`(^|[\s='"(])\.ccmlab/`)
+
+// onThisLab is CommandOnLab for this lab.
 func (s *Service) onThisLab(cmd string) string {
-	if s.cfg.Addr == defaultAddr {
-		return cmd
+	return CommandOnLab(cmd, s.cfg.Addr, s.cfg.DataDir)
+}
+
+// CommandOnLab rewrites a command written for the defaults (the API on
+// localhost:8080, the data dir .ccmlab relative to where ccmlab started)
+// to the lab's own address and data dir, so that a lab started with
+// --listen 127.0.0.1:9090 or --data-dir /tmp/lab shows commands that reach
+// it, from whichever directory the student's terminal is in. An empty
+// dataDir leaves the data dir as written.
+func CommandOnLab(cmd, addr, dataDir string) string {
+	if addr != "" && addr != defaultAddr {
+		cmd = strings.ReplaceAll(cmd, defaultAddr+"/", addr+"/")
 	}
-	return strings.ReplaceAll(cmd, defaultAddr+"/", s.cfg.Addr+"/")
+	if dataDir != "" && dataDir != defaultDataDir {
+		dir := filepath.ToSlash(dataDir)
+		cmd = dataDirRef.ReplaceAllStringFunc(cmd, func(m string) string {
+			return strings.TrimSuffix(m, defaultDataDir+"/") + dir + "/"
+		})
+	}
+	return cmd
+}
+
+// shellLine is what a terminal sources once for the exercises' terminal
+// commands (Detail.Shell); "" when the lab's data dir is not known.
+func (s *Service) shellLine() string {
+	if s.cfg.DataDir == "" {
+		return ""
+	}
+	return ". " + filepath.ToSlash(filepath.Join(s.cfg.DataDir, LabEnvFile))
 }

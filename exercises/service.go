@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -56,6 +57,11 @@ type Config struct {
 	// default, localhost:8080; commands shown are rewritten to Addr.
 	// Default "localhost:8080".
 	Addr string
+	// DataDir is the lab's data dir (--data-dir). Commands shown name it
+	// where the exercises write the default .ccmlab (`. .ccmlab/aws.env`),
+	// made absolute so they run from any directory; Detail.Shell is the
+	// line that sources its lab.env. Empty: commands as written, no Shell.
+	DataDir string
 	// RestoreSystem puts kube-system's add-ons (CoreDNS, kube-dns,
 	// kube-proxy, aws-node) back where a student took them away, so the
 	// next exercise's names resolve (sim.Sim.RestoreKubeSystem); nil: a
@@ -122,6 +128,13 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.Addr == "" {
 		cfg.Addr = defaultAddr
+	}
+	if cfg.DataDir != "" {
+		abs, err := filepath.Abs(cfg.DataDir)
+		if err != nil {
+			return nil, fmt.Errorf("exercises: data dir: %w", err)
+		}
+		cfg.DataDir = abs
 	}
 	all, err := format.LoadAll()
 	if err != nil {

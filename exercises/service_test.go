@@ -346,6 +346,30 @@ func TestCommandsNameTheLabsAddress(t *testing.T) {
 	}
 }
 
+// A command written for the default data dir (.ccmlab, relative to where
+// ccmlab started) names the lab's own, absolute, wherever it is: the
+// student's terminal may be in any directory and the lab may run with
+// --data-dir.
+func TestCommandsNameTheLabsDataDir(t *testing.T) {
+	for _, tc := range []struct{ dir, in, want string }{
+		{"/srv/lab", ". .ccmlab/aws.env; aws ec2 describe-subnets", ". /srv/lab/aws.env; aws ec2 describe-subnets"},
+		{"/srv/lab", "export KUBECONFIG=.ccmlab/kubeconfig", "export KUBECONFIG=/srv/lab/kubeconfig"},
+		{"/home/u/.ccmlab", "cat '.ccmlab/aws.env'", "cat '/home/u/.ccmlab/aws.env'"},
+		{"/srv/lab", "kubectl get svc my.ccmlab/x", "kubectl get svc my.ccmlab/x"}, // not a path of its own
+		{"", ". .ccmlab/aws.env; aws ec2 describe-subnets", ". .ccmlab/aws.env; aws ec2 describe-subnets"},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			if got := CommandOnLab(tc.in, defaultAddr, tc.dir); got != tc.want {
+				t.Errorf("CommandOnLab(%q, %q) = %q, want %q", tc.in, tc.dir, got, tc.want)
+			}
+		})
+	}
+	s := &Service{cfg: Config{DataDir: "/srv/lab"}}
+	if got, want := s.shellLine(), ". /srv/lab/lab.env"; got != want {
+		t.Errorf("shell line %q, want %q", got, want)
+	}
+}
+
 // The ending names what the exercise asks the student to find: Get sends
 // it, in the request's language, only once the exercise is done, and not
 // again after a reset.

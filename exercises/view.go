@@ -103,7 +103,7 @@ func (s *Service) Get(ctx context.Context, id, lang string) (Detail, error) {
 	d := Detail{
 		Summary: s.summary(ex, lang, steps, answers, n), Setup: ex.Setup.About.In(i18n.Lang(lang)),
 		Profiles: ex.Setup.Profiles, Requires: ex.Setup.Requires, StartedAt: start,
-		Latency: ex.Setup.Latency, CloudLatency: s.cfg.Env.Cloud.Faults().Latency.Duration.String(),
+		Latency: ex.Setup.Latency, CloudLatency: s.cfg.Env.Cloud.Faults().Latency.Duration.String(), Shell: s.shellLine(),
 		Steps: []StepView{}, Quiz: []QuestionView{},
 	}
 	locked := false

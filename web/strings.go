@@ -416,6 +416,7 @@ var pageTexts = i18n.Catalog{
 	"ex.commands":          {JA: "試すコマンド", EN: "Commands to try"},
 	"ex.cmd.copy":          {JA: "コンソールに入れる: {cmd}", EN: "Put into the console: {cmd}"},
 	"ex.cmd.terminal":      {JA: "端末用", EN: "terminal"},
+	"ex.cmd.shell":         {JA: "端末では、はじめに 1 回だけ次を実行します (kubectl と aws CLI がこのラボにつながります):", EN: "In a terminal, run this once first (kubectl and the aws CLI then reach this lab):"},
 	"ex.cmd.terminal.hint": {JA: "パイプや sleep を使うので端末で実行します。コンソールでは kubectl の部分だけ使えます", EN: "Uses pipes or sleep: run it in a terminal. The console runs only the kubectl part"},
 	"ex.checks":            {JA: "チェックの結果", EN: "Check results"},
 	"ex.checks.what":       {JA: "チェックする内容: {list}", EN: "Checked: {list}"},

@@ -61,6 +61,11 @@ type Detail struct {
 	// through: it failed (and why), or it was interrupted by a stop of the
 	// lab and finished at the next start. Nil otherwise.
 	Reset *ResetNote `json:"reset,omitempty"`
+	// Shell is the line a terminal runs once before the steps' terminal
+	// commands (those with Console false): `. <data-dir>/lab.env`, which
+	// sets KUBECONFIG and the AWS CLI's variables for this lab. The
+	// commands already name the lab's address and data dir.
+	Shell string `json:"shell,omitempty"`
 	// Ending is the exercise's closing text (what was seen, the chapter's
 	// section and goal it serves), sent only once the exercise is Done:
 	// it names what the steps ask the student to find.

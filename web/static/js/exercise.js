@@ -530,9 +530,13 @@ export function initExercises({ api, fillConsole, onChallenge }) {
 
   function commandList(s) {
     if (!s.commands.length) return null;
+    // A terminal needs the lab's variables once (KUBECONFIG, the AWS
+    // CLI's): the lab names the file to source (Detail.shell).
+    const shell = ex.detail && ex.detail.shell && s.commands.some((c) => !c.console) ? ex.detail.shell : "";
     return h(
       "ul",
       { class: "ex-cmds", "aria-label": t("ex.commands") },
+      shell ? h("li", { class: "hint", "data-testid": "ex-shell" }, t("ex.cmd.shell") + " ", h("code", { text: shell })) : null,
       s.commands.map((c) =>
         h(
           "li",
