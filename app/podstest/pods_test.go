@@ -41,16 +41,22 @@ func TestPodsRun(t *testing.T) {
 	if _, err := apptest.Serve(env, sim.DefaultLab()); err != nil {
 		t.Fatal(err)
 	}
+	// The issue's check, typed as there.
 	must(t, "create", "deployment", "web", "--image=nginx:1.29", "--port=80")
-	must(t, "expose", "deployment", "web", "--port=80")
+	must(t, "expose", "deployment", "web", "--type=LoadBalancer", "--port=80")
 	must(t, "rollout", "status", "deploy/web", "--timeout=90s")
 	ip := strings.TrimSpace(must(t, "get", "svc", "web", "-o", "jsonpath={.spec.clusterIP}"))
 	cidr := netip.MustParsePrefix(env.CP.ClusterCIDR())
 
-	t.Run("run curl to the ClusterIP", func(t *testing.T) {
-		out := must(t, "run", "t", "--image=curlimages/curl", "--restart=Never", "--rm", "-i", "--", "curl", "-s", "http://"+ip)
+	t.Run("run curl to the Service by name", func(t *testing.T) {
+		out := must(t, "run", "t", "--image=curlimages/curl", "--restart=Never", "--rm", "-i", "--", "curl", "-s", "http://web")
 		if !strings.Contains(out, "<title>Welcome to nginx!</title>") {
 			t.Fatalf("no nginx page:\n%s", out)
+		}
+		// The container waits for kubectl's attach (kubelet awaitAttach),
+		// so the output comes through it, not the logs fallback.
+		if strings.Contains(out, "couldn't attach") {
+			t.Errorf("kubectl fell back to the logs:\n%s", out)
 		}
 		webIP := strings.TrimSpace(must(t, "get", "pods", "-l", "app=web", "-o", "jsonpath={.items[0].status.podIP}"))
 		logs := must(t, "logs", "deploy/web")
@@ -73,6 +79,26 @@ func TestPodsRun(t *testing.T) {
 		if strings.TrimSpace(out) != "200" {
 			t.Errorf("got %q, want 200", out)
 		}
+	})
+	t.Run("nslookup shows the ClusterIP", func(t *testing.T) {
+		out := must(t, "run", "n", "--image=busybox:1.36", "--restart=Never", "--rm", "-i", "--", "nslookup", "web")
+		if !regexp.MustCompile(`(?m)^Address: ` + regexp.QuoteMeta(ip) + `$`).MatchString(out) {
+			t.Errorf("no address %s in:\n%s", ip, out)
+		}
+	})
+	t.Run("kube-system's coredns and kube-proxy are ready", func(t *testing.T) {
+		testutil.Eventually(t, time.Minute, "coredns and kube-proxy ready", func() (bool, string) {
+			d, err := env.Client.AppsV1().Deployments("kube-system").Get(context.Background(), "coredns", metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			ds, err := env.Client.AppsV1().DaemonSets("kube-system").Get(context.Background(), "kube-proxy", metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			ok := d.Status.ReadyReplicas == *d.Spec.Replicas && ds.Status.DesiredNumberScheduled > 0 && ds.Status.NumberReady == ds.Status.DesiredNumberScheduled
+			return ok, d.Status.String() + " " + ds.Status.String()
+		})
 	})
 	t.Run("port-forward", func(t *testing.T) {
 		bin, _ := exec.LookPath("kubectl")

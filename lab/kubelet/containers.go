@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
 	"github.com/ccmlab/ccmlab/internal/podlog"
@@ -282,7 +283,11 @@ func (m *Manager) startCtr(ctx context.Context, pod *v1.Pod, key string, c *ctr,
 	p := pod.DeepCopy()
 	spec := c.spec
 	stdio := Stdio{Stdin: c.stdin.reader(), Stdout: c.out, Stderr: c.out, TTY: spec.TTY}
+	first := c.runs == 1
 	go func() {
+		if first {
+			c.stdin.awaitAttach(runCtx, m.cfg.Clock)
+		}
 		exit := m.cfg.Containers.Run(runCtx, p, &spec, stdio)
 		stopped := runCtx.Err() != nil
 		cancel()
@@ -682,15 +687,46 @@ type stdin struct {
 	w          *io.PipeWriter
 	attached   bool
 	closed     bool
+	// firstAttach closes when a client first attaches, its output
+	// sinks in place.
+	firstAttach     chan struct{}
+	firstAttachOnce sync.Once
 }
 
+// attachWait bounds how long a stdinOnce container's first run waits
+// for its client (awaitAttach).
+const attachWait = 5 * time.Second
+
 func newStdin(open, once bool) *stdin {
-	s := &stdin{open: open, once: once}
+	s := &stdin{open: open, once: once, firstAttach: make(chan struct{})}
 	if open {
 		s.r, s.w = io.Pipe()
 	}
 	return s
 }
+
+// awaitAttach holds the first run of a stdinOnce container (what
+// kubectl run -i creates) until its client attaches, for at most
+// attachWait. kubectl attaches once it sees the Pod Running; a real
+// container spends that moment starting, while the lab's commands end
+// in microseconds, so without the wait every `kubectl run --rm -i --
+// curl ...` would find its container gone and fall back to the logs
+// with a warning.
+func (s *stdin) awaitAttach(ctx context.Context, clk clock.Clock) {
+	if !s.open || !s.once {
+		return
+	}
+	t := clk.NewTimer(attachWait)
+	defer t.Stop()
+	select {
+	case <-s.firstAttach:
+	case <-t.C():
+	case <-ctx.Done():
+	}
+}
+
+// attachedNow marks the first attach.
+func (s *stdin) attachedNow() { s.firstAttachOnce.Do(func() { close(s.firstAttach) }) }
 
 // reader is the process's stdin; nil when the container has none. A
 // restarted container reads on from the same stream, as under runc.

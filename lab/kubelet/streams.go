@@ -173,6 +173,7 @@ func (e *execer) AttachContainer(ctx context.Context, _, _, _ string, in io.Read
 		}
 	}()
 	go e.c.stdin.feed(ctx, in)
+	e.c.stdin.attachedNow()
 	select {
 	case <-e.c.done:
 	case <-ctx.Done():
