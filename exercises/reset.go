@@ -106,6 +106,7 @@ func (s *Service) recordedReset(ctx context.Context, ex *format.Exercise, opts R
 	if err := s.cfg.Store.BeginReset(ctx, id, keys, string(raw), s.cfg.Now()); err != nil {
 		return fmt.Errorf("recording the reset: %w", err)
 	}
+	s.removed = nil
 	err = s.resetLab(ctx, ex, opts)
 	// The record is written even when ctx ended (a client gone, the
 	// settle timeout): it is what the page shows next.
@@ -126,6 +127,8 @@ func (s *Service) recordedReset(ctx context.Context, ex *format.Exercise, opts R
 	state, note := "", ""
 	if resumed.EN != "" {
 		state, note = progress.ResetResumed, encodeNote(resumed)
+	} else if len(s.removed) > 0 {
+		state, note = progress.ResetDone, encodeNote(removedNote(s.removed))
 	}
 	if err := s.cfg.Store.EndReset(rec, id, state, note, s.cfg.Now()); err != nil {
 		// The lab is reset but the record still says "running": the
@@ -160,6 +163,9 @@ func (s *Service) resetLab(ctx context.Context, ex *format.Exercise, opts ResetO
 		// The latency is still the one an earlier exercise set for its
 		// pace: put back what was there before it.
 		latency = cloud.Duration{Duration: s.pace.before}
+	}
+	if len(f.Deny) > 0 || f.QPS > 0 || len(f.FailNext) > 0 {
+		s.removed = append(s.removed, i18n.Text{JA: "注入された障害 (拒否、スロットリング、失敗)", EN: "the injected faults (denials, throttling, failures)"})
 	}
 	if err := env.Cloud.SetFaults(cloud.Faults{Latency: latency}); err != nil {
 		return fmt.Errorf("clearing faults: %w", err)
@@ -513,6 +519,7 @@ func (s *Service) terminateLaunched(ctx context.Context) error {
 		if _, err := s.cfg.Env.Cloud.TerminateInstance(cloud.WithImmediateTransition(cloud.WithCaller(ctx, ResetCaller)), inst.ID); err != nil {
 			return fmt.Errorf("terminating %s, launched during the exercise: %w", inst.ID, err)
 		}
+		s.removed = append(s.removed, i18n.Textf("VM %s (クラウドパネルか API で起動したもの)", "VM %s (launched from the cloud panel or the API)", inst.ID))
 		names = append(names, inst.PrivateDNSName)
 	}
 	if len(names) == 0 {
@@ -671,6 +678,7 @@ func (s *Service) deleteOrphanedLoadBalancers(ctx context.Context, refs []format
 		if err := del(cloud.WithCaller(ctx, ResetCaller), lb.Name); err != nil && !cloud.IsCode(err, cloud.ErrLBNotFound) {
 			return fmt.Errorf("deleting the orphaned load balancer %s: %w", lb.Name, err)
 		}
+		s.removed = append(s.removed, i18n.Textf("Service のなくなったロードバランサー %s", "load balancer %s, whose Service was gone", lb.Name))
 	}
 	return nil
 }
@@ -710,4 +718,18 @@ func aboutObjects(o corev1.ObjectReference, refs []format.ObjectRef) bool {
 		}
 	}
 	return false
+}
+
+// removedNote says what a reset took away beyond the exercise's own
+// objects (Setup.Delete, which the setup text names): VMs launched from the
+// cloud panel or the API, orphaned load balancers, injected faults.
+func removedNote(items []i18n.Text) i18n.Text {
+	ja, en := make([]string, len(items)), make([]string, len(items))
+	for i, it := range items {
+		ja[i], en[i] = it.JA, it.EN
+	}
+	return i18n.Text{
+		JA: "このリセットは、演習のオブジェクトのほかに次のものを片付けました: " + strings.Join(ja, "、") + "。",
+		EN: "Besides the exercise's own objects, this reset removed: " + strings.Join(en, ", ") + ".",
+	}
 }

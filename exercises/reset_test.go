@@ -2,6 +2,7 @@ package exercises
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -79,5 +80,18 @@ func TestResetTerminatesLaunchedVMs(t *testing.T) {
 	}
 	if byResetCalls != 2 {
 		t.Errorf("the call log has %d TerminateInstances by the reset, want 2", byResetCalls)
+	}
+	// The reset says what it took away: both student VMs by ID, in both
+	// languages, and nothing of the lab's own.
+	note := removedNote(s.removed)
+	for _, text := range []string{note.JA, note.EN} {
+		for _, c := range []struct {
+			inst  cloud.Instance
+			named bool
+		}{{student, true}, {stopped, true}, {lab, false}, {byReset, false}, {controlPlane, false}} {
+			if strings.Contains(text, c.inst.ID) != c.named {
+				t.Errorf("the reset's note %q: names %s %v, want %v", text, c.inst.ID, !c.named, c.named)
+			}
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/ccmlab/ccmlab/exercises/console"
 	"github.com/ccmlab/ccmlab/exercises/format"
 	"github.com/ccmlab/ccmlab/exercises/progress"
+	"github.com/ccmlab/ccmlab/internal/i18n"
 )
 
 // Errors the server maps to HTTP statuses.
@@ -97,6 +98,9 @@ type Service struct {
 	// automatically, so that an action meant for one exercise does not
 	// pass another's step behind the student's back.
 	active string
+	// removed collects, during a reset (with mu), what it takes away
+	// beyond the exercise's own objects, for its note (removedNote).
+	removed []i18n.Text
 	// seedMu guards the lab's seed, read from the store once.
 	seedMu  sync.Mutex
 	seedVal uint64

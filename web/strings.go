@@ -400,7 +400,7 @@ var pageTexts = i18n.Catalog{
 	"ex.checking":          {JA: "チェック中…", EN: "Checking…"},
 	"ex.reset":             {JA: "演習をリセット", EN: "Reset exercise"},
 	"ex.reset.confirm":     {JA: "もう一度押すとリセット", EN: "Press again to reset"},
-	"ex.reset.armed":       {JA: "リセットすると、ラボがこの演習の開始状態に戻り、進み具合も消えます。もう一度押すと実行します。", EN: "Reset puts the lab back to this exercise's start and clears its progress. Press again to do it."},
+	"ex.reset.armed":       {JA: "リセットすると、ラボがこの演習の開始状態に戻り、進み具合も消えます。上に書いたオブジェクトのほか、クラウドパネルや API で起動した VM を終了し、注入した障害を消します (片付けたものはリセットの後に表示します)。もう一度押すと実行します。", EN: "Reset puts the lab back to this exercise's start and clears its progress. Besides the objects named above, it terminates the VMs launched from the cloud panel or the API and clears injected faults (what it removed is shown afterwards). Press again to do it."},
 	"ex.resetting":         {JA: "リセット中… (ラボが落ち着くまで最大 1 分)", EN: "Resetting… (up to a minute while the lab settles)"},
 	"ex.reset.done":        {JA: "リセットしました。最初のステップから始めてください。", EN: "Reset done. Start from the first step."},
 	"ex.setup":             {JA: "開始状態とリセット", EN: "Starting state and reset"},

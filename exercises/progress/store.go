@@ -406,6 +406,10 @@ const (
 	// ResetResumed: a reset interrupted by a stop was finished at the next
 	// start.
 	ResetResumed = "resumed"
+	// ResetDone: the reset went through and took away more than the
+	// exercise's own objects (a VM launched earlier, an injected fault);
+	// Note says what, so nothing goes unannounced.
+	ResetDone = "done"
 )
 
 // ResetState is the record of an exercise's last reset.
@@ -445,7 +449,8 @@ func (s *Store) FailReset(ctx context.Context, exercise string, keys []string, o
 }
 
 // EndReset records how a reset that went through ended: state "" (a
-// normal reset) forgets the record, ResetResumed keeps note for the page.
+// normal reset) forgets the record, ResetResumed and ResetDone keep note
+// for the page.
 func (s *Store) EndReset(ctx context.Context, exercise, state, note string, at time.Time) error {
 	if state == "" {
 		_, err := s.db.ExecContext(ctx, `DELETE FROM reset_state WHERE exercise = ?`, exercise)

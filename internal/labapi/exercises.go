@@ -76,8 +76,11 @@ type Detail struct {
 
 // ResetNote is what the page says about the last reset.
 type ResetNote struct {
-	// State is progress.ResetFailed, progress.ResetResumed or
-	// progress.ResetRunning (a reset is running now).
+	// State is progress.ResetFailed, progress.ResetResumed,
+	// progress.ResetRunning (a reset is running now) or progress.ResetDone
+	// (it went through; Note names what it removed beyond the exercise's
+	// own objects: VMs launched from the cloud panel or the API, orphaned
+	// load balancers, injected faults).
 	State string    `json:"state"`
 	Note  string    `json:"note,omitempty"`
 	At    time.Time `json:"at"`

@@ -355,6 +355,7 @@ export function initExercises({ api, fillConsole, onChallenge }) {
     if (!d.available) why.push(t("ex.unavailable", { msg: d.unavailable || "" }));
     if (d.reset && d.reset.state === "failed") why.push(t("ex.reset.failed", { msg: d.reset.note || "" }));
     if (d.reset && d.reset.state === "resumed") why.push(t("ex.reset.resumed"));
+    if (d.reset && d.reset.state === "done" && d.reset.note) why.push(d.reset.note);
     setText(el.unavailable, why.join(" "));
     show(el.unavailable, why.length > 0);
     const offer = !d.available && d.restart;
