@@ -208,7 +208,7 @@ func New(ctx context.Context, cfg Config) (_ *Sim, err error) {
 	}
 
 	if cfg.ControlPlaneNode {
-		if err := ensureControlPlaneInstance(ctx, c); err != nil {
+		if err := ensureControlPlaneInstance(ctx, c, cfg.Profile.ProviderName == "aws"); err != nil {
 			return nil, err
 		}
 	}
@@ -420,8 +420,11 @@ func (s *Sim) staticPods() []kubelet.StaticPod {
 }
 
 // ensureControlPlaneInstance launches the control-plane instance unless
-// one that is not terminated exists.
-func ensureControlPlaneInstance(ctx context.Context, c *cloud.Cloud) error {
+// one that is not terminated exists. On AWS it has termination protection
+// (protect), as one would give the instance a self-managed cluster's
+// control plane runs on: terminating it would take the lab's API server
+// with it, so TerminateInstances refuses it with EC2's own error.
+func ensureControlPlaneInstance(ctx context.Context, c *cloud.Cloud, protect bool) error {
 	for _, inst := range c.Snapshot().Instances {
 		if kubelet.IsControlPlane(inst) && inst.State != cloud.InstanceTerminated {
 			return nil
@@ -433,8 +436,9 @@ func ensureControlPlaneInstance(ctx context.Context, c *cloud.Cloud) error {
 	// not collide with a ccmlab host's control-plane node either.
 	zones := c.Config().Zones
 	_, err := c.RunInstance(cloud.WithCaller(ctx, "ccmlab"), cloud.RunInstanceInput{
-		Zone: zones[len(zones)-1],
-		Tags: map[string]string{"Name": "control-plane", kubelet.ControlPlaneTag: "1"},
+		Zone:                  zones[len(zones)-1],
+		Tags:                  map[string]string{"Name": "control-plane", kubelet.ControlPlaneTag: "1"},
+		DisableAPITermination: protect,
 	})
 	if err != nil {
 		return fmt.Errorf("launching the control-plane instance: %w", err)

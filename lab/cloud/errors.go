@@ -22,6 +22,9 @@ const (
 	ErrInjected         = "InternalFailure"
 	// ErrIncorrectState: e.g. starting a terminated instance.
 	ErrIncorrectState = "IncorrectInstanceState"
+	// ErrOperationNotPermitted: e.g. terminating an instance whose
+	// termination protection (DisableApiTermination) is on.
+	ErrOperationNotPermitted = "OperationNotPermitted"
 	// ErrNoAddresses: the zone's subnet (or the LB pool in ip mode) is full.
 	ErrNoAddresses = "InsufficientFreeAddressesInSubnet"
 	// ErrCanceled: the caller's context ended while the call was held in step

@@ -57,6 +57,9 @@ type Instance struct {
 	// on AWS); an exercise's reset reads it to take back the VMs launched
 	// during the exercise. Empty in state saved before it existed.
 	LaunchedBy string `json:"launchedBy,omitempty"`
+	// DisableAPITermination is EC2's termination protection: while it
+	// is on, TerminateInstances refuses the instance.
+	DisableAPITermination bool `json:"disableApiTermination,omitempty"`
 }
 
 const terminatedRetention = time.Hour
@@ -77,6 +80,8 @@ type RunInstanceInput struct {
 	Zone         string            `json:"zone,omitempty"`
 	InstanceType string            `json:"instanceType,omitempty"`
 	Tags         map[string]string `json:"tags,omitempty"`
+	// DisableAPITermination launches it with termination protection on.
+	DisableAPITermination bool `json:"-"`
 }
 
 // RunInstance launches one instance, running immediately.
@@ -115,17 +120,18 @@ func (c *Cloud) RunInstance(ctx context.Context, in RunInstanceInput) (Instance,
 			dns = c.cfg.HostName(id, in.Tags)
 		}
 		rec := &instanceRec{seq: c.instSeq, Instance: Instance{
-			ID:                  id,
-			Name:                dns,
-			Zone:                zone,
-			InstanceType:        itype,
-			PrivateIP:           ip,
-			PrivateDNSName:      dns,
-			State:               InstanceRunning,
-			LaunchTime:          now,
-			StateTransitionTime: now,
-			Tags:                cloneTags(in.Tags),
-			LaunchedBy:          CallerFrom(ctx),
+			ID:                    id,
+			Name:                  dns,
+			Zone:                  zone,
+			InstanceType:          itype,
+			PrivateIP:             ip,
+			PrivateDNSName:        dns,
+			State:                 InstanceRunning,
+			LaunchTime:            now,
+			StateTransitionTime:   now,
+			Tags:                  cloneTags(in.Tags),
+			LaunchedBy:            CallerFrom(ctx),
+			DisableAPITermination: in.DisableAPITermination,
 		}}
 		c.instances[rec.ID] = rec
 		c.byDNS[dns] = rec.ID
@@ -327,6 +333,11 @@ func (c *Cloud) TerminateInstance(ctx context.Context, id string) (Instance, err
 	return c.transition(ctx, ActionTerminateInstances, id, func(rec *instanceRec, emit emitFunc) error {
 		if rec.State == InstanceTerminated || rec.State == InstanceShuttingDown {
 			return nil
+		}
+		if rec.DisableAPITermination {
+			// AWS's words for the same refusal of StopInstances under
+			// disableApiStop, with the termination attribute's name.
+			return errorf(ErrOperationNotPermitted, "The instance '%s' may not be terminated. Modify its 'disableApiTermination' instance attribute and try again.", id)
 		}
 		c.dropInstanceTargetsLocked(id, emit)
 		c.beginLocked(ctx, rec, InstanceShuttingDown, InstanceTerminated, emit)

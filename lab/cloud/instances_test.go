@@ -3,6 +3,7 @@ package cloud
 import (
 	"net/netip"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 )
@@ -127,4 +128,40 @@ func TestCaller(t *testing.T) {
 	if got := lastCall(t, c).Caller; got != "unknown" {
 		t.Fatalf("logged caller = %q, want unknown", got)
 	}
+}
+
+// TestTerminationProtection: an instance launched with termination
+// protection is refused by TerminateInstances with EC2's error and stays
+// running; one without it terminates.
+func TestTerminationProtection(t *testing.T) {
+	c := newTestCloud(t, nil)
+	protected := mustRun(t, c, RunInstanceInput{DisableAPITermination: true})
+	plain := mustRun(t, c, RunInstanceInput{})
+	if !protected.DisableAPITermination || plain.DisableAPITermination {
+		t.Fatalf("launched: protected %v, plain %v", protected.DisableAPITermination, plain.DisableAPITermination)
+	}
+	_, err := c.TerminateInstance(t.Context(), protected.ID)
+	if !IsCode(err, ErrOperationNotPermitted) || !strings.Contains(err.Error(), "'"+protected.ID+"' may not be terminated") {
+		t.Fatalf("terminating the protected instance: %v", err)
+	}
+	if got := findInstance(t, c, protected.ID); got.State != InstanceRunning {
+		t.Errorf("protected instance is %s after the refusal", got.State)
+	}
+	if _, err := c.TerminateInstance(t.Context(), plain.ID); err != nil {
+		t.Fatalf("terminating the plain instance: %v", err)
+	}
+	if got := findInstance(t, c, plain.ID); got.State != InstanceTerminated && got.State != InstanceShuttingDown {
+		t.Errorf("plain instance is %s", got.State)
+	}
+}
+
+func findInstance(t *testing.T, c *Cloud, id string) Instance {
+	t.Helper()
+	for _, in := range c.Snapshot().Instances {
+		if in.ID == id {
+			return in
+		}
+	}
+	t.Fatalf("no instance %s", id)
+	return Instance{}
 }
