@@ -27,27 +27,12 @@ func (c *Cloud) CreateTags(ctx context.Context, ids []string, tags map[string]st
 			}
 		}
 		for _, id := range ids {
-			if rec, ok := c.instances[id]; ok {
-				if rec.Tags == nil {
-					rec.Tags = map[string]string{}
+			if tags0, ev := c.storedTagsLocked(id); tags0 != nil {
+				if *tags0 == nil {
+					*tags0 = map[string]string{}
 				}
-				maps.Copy(rec.Tags, tags)
-				emit(EventInstance, id)
-			}
-			if g, ok := c.aws.groups[id]; ok {
-				if g.Tags == nil {
-					g.Tags = map[string]string{}
-				}
-				maps.Copy(g.Tags, tags)
-				emit(EventSecurityGroup, id)
-			}
-			if i := c.subnetIndexLocked(id); i >= 0 {
-				sn := &c.aws.net.Subnets[i]
-				if sn.Tags == nil {
-					sn.Tags = map[string]string{}
-				}
-				maps.Copy(sn.Tags, tags)
-				emit(EventSubnet, id)
+				maps.Copy(*tags0, tags)
+				emit(ev, id)
 			}
 		}
 		return fmt.Sprintf("tagged %d resources", len(ids)), nil
@@ -65,27 +50,32 @@ func (c *Cloud) DeleteTags(ctx context.Context, ids []string, keys []string) err
 			}
 		}
 		for _, id := range ids {
-			if rec, ok := c.instances[id]; ok {
+			if tags, ev := c.storedTagsLocked(id); tags != nil {
 				for _, k := range keys {
-					delete(rec.Tags, k)
+					delete(*tags, k)
 				}
-				emit(EventInstance, id)
-			}
-			if g, ok := c.aws.groups[id]; ok {
-				for _, k := range keys {
-					delete(g.Tags, k)
-				}
-				emit(EventSecurityGroup, id)
-			}
-			if i := c.subnetIndexLocked(id); i >= 0 {
-				for _, k := range keys {
-					delete(c.aws.net.Subnets[i].Tags, k)
-				}
-				emit(EventSubnet, id)
+				emit(ev, id)
 			}
 		}
 		return fmt.Sprintf("untagged %d resources", len(ids)), nil
 	})
+}
+
+// storedTagsLocked is where the lab keeps the tags of resource id, and
+// the event a change of them makes: instances, security groups and
+// subnets; nil for the others (the VPC's, route table's and gateway's
+// tags are the lab's own).
+func (c *Cloud) storedTagsLocked(id string) (*map[string]string, string) {
+	if rec, ok := c.instances[id]; ok {
+		return &rec.Tags, EventInstance
+	}
+	if g, ok := c.aws.groups[id]; ok {
+		return &g.Tags, EventSecurityGroup
+	}
+	if i := c.subnetIndexLocked(id); i >= 0 {
+		return &c.aws.net.Subnets[i].Tags, EventSubnet
+	}
+	return nil, ""
 }
 
 func (c *Cloud) ec2ResourceExistsLocked(id string) bool {
