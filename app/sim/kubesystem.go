@@ -478,7 +478,9 @@ func createMissing(ctx context.Context, c kubernetes.Interface, ks kubeSystem) e
 		if apierrors.IsNotFound(err) {
 			err = create()
 		}
-		if err != nil && !apierrors.IsAlreadyExists(err) {
+		// Created in between by another writer (a reset racing the lab's
+		// own first apply at start): there, as wanted.
+		if err != nil && !apierrors.IsAlreadyExists(err) && get() != nil {
 			errs = append(errs, fmt.Errorf("creating %s %s: %w", what, name, err))
 		}
 	}
