@@ -81,6 +81,39 @@ func TestFieldManagers(t *testing.T) {
 			}
 			return managers, nil
 		}},
+		{"the kubernetes Service and the default namespaces, written by the apiserver itself", "kube-apiserver", func(ctx context.Context) ([]string, error) {
+			svc, err := c.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+			if err != nil {
+				return nil, err
+			}
+			managers := managersOf(svc.ManagedFields)
+			for _, name := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
+				ns, err := c.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+				if err != nil {
+					return nil, err
+				}
+				managers = append(managers, managersOf(ns.ManagedFields)...)
+			}
+			return managers, nil
+		}},
+		{"the CCM's providerID, written by the upstream provider's binary", "aws-cloud-controller-manager", func(ctx context.Context) ([]string, error) {
+			nodes, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return nil, err
+			}
+			var managers []string
+			for _, n := range nodes.Items {
+				for _, f := range n.ManagedFields {
+					if f.FieldsV1 != nil && strings.Contains(f.FieldsV1.GetRawString(), `"f:providerID"`) {
+						managers = append(managers, f.Manager)
+					}
+				}
+			}
+			if len(managers) == 0 {
+				return nil, fmt.Errorf("no Node has a providerID yet (%d nodes)", len(nodes.Items))
+			}
+			return managers, nil
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var managers []string
@@ -96,4 +129,12 @@ func TestFieldManagers(t *testing.T) {
 			}
 		})
 	}
+}
+
+func managersOf(fields []metav1.ManagedFieldsEntry) []string {
+	out := make([]string, 0, len(fields))
+	for _, f := range fields {
+		out = append(out, f.Manager)
+	}
+	return out
 }

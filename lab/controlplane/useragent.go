@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"context"
+	"crypto/subtle"
 	"net/http"
 	"strings"
 
@@ -34,6 +35,7 @@ const clientPathPrefix = "/ccmlab-client/"
 
 // Binary names of the embedded components, as their images run them.
 const (
+	binaryAPIServer         = "kube-apiserver"
 	binaryControllerManager = "kube-controller-manager"
 	binaryScheduler         = "kube-scheduler"
 )
@@ -45,8 +47,13 @@ var namedClients = []string{binaryControllerManager, binaryScheduler}
 func clientPath(binary string) string { return clientPathPrefix + binary }
 
 // nameClients serves a request under clientPath(b) as the same request
-// without the path, its User-Agent's first word replaced by b.
-func nameClients(next http.Handler) http.Handler {
+// without the path, its User-Agent's first word replaced by b. A request
+// that carries the apiserver's own loopback token (loopbackToken; its
+// post-start hooks and controllers write the default namespaces, the
+// kubernetes Service, RBAC's bootstrap roles and its identity Lease with
+// it) is kube-apiserver's.
+func nameClients(next http.Handler, loopbackToken string) http.Handler {
+	loopback := []byte("Bearer " + loopbackToken)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if rest, ok := strings.CutPrefix(r.URL.Path, clientPathPrefix); ok {
 			binary, path, _ := strings.Cut(rest, "/")
@@ -59,16 +66,23 @@ func nameClients(next http.Handler) http.Handler {
 					r.URL.RawPath = strings.TrimPrefix(r.URL.RawPath, clientPath(b))
 				}
 				r.RequestURI = r.URL.RequestURI()
-				if _, version, ok := strings.Cut(r.UserAgent(), "/"); ok {
-					r.Header.Set("User-Agent", b+"/"+version)
-				} else {
-					r.Header.Set("User-Agent", b)
-				}
+				renameAgent(r, b)
 				break
 			}
+		} else if loopbackToken != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), loopback) == 1 {
+			renameAgent(r, binaryAPIServer)
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// renameAgent replaces the first word of r's User-Agent with binary.
+func renameAgent(r *http.Request, binary string) {
+	if _, version, ok := strings.Cut(r.UserAgent(), "/"); ok {
+		r.Header.Set("User-Agent", binary+"/"+version)
+	} else {
+		r.Header.Set("User-Agent", binary)
+	}
 }
 
 // runAPIServerChain is kube-apiserver's app.Run (cmd/kube-apiserver/app/
@@ -88,8 +102,12 @@ func runAPIServerChain(ctx context.Context, opts apiserveroptions.CompletedOptio
 	}
 	generic := &config.Aggregator.GenericConfig.Config
 	build := generic.BuildHandlerChainFunc
+	var token string
+	if lc := generic.LoopbackClientConfig; lc != nil {
+		token = lc.BearerToken
+	}
 	generic.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
-		return nameClients(build(h, c))
+		return nameClients(build(h, c), token)
 	}
 	completed, err := config.Complete()
 	if err != nil {

@@ -3,6 +3,7 @@ package controlplane
 import (
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -24,12 +25,17 @@ func TestNameClients(t *testing.T) {
 			"/api/v1/nodes", "/api/v1/nodes", "kubectl/v1.37.2 (linux/amd64) kubernetes/abcdef"},
 		{"an unknown component is left alone", "/ccmlab-client/kube-proxy/api/v1/nodes", ua,
 			"/ccmlab-client/kube-proxy/api/v1/nodes", "/ccmlab-client/kube-proxy/api/v1/nodes", ua},
+		{"the apiserver's loopback token", "/api/v1/namespaces", "ccmlab/v1.37.2 (linux/amd64) kubernetes/abcdef",
+			"/api/v1/namespaces", "/api/v1/namespaces", "kube-apiserver/v1.37.2 (linux/amd64) kubernetes/abcdef"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got *http.Request
-			h := nameClients(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { got = r }))
+			h := nameClients(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { got = r }), "loopback-token")
 			r := httptest.NewRequest(http.MethodGet, tc.target, nil)
 			r.Header.Set("User-Agent", tc.ua)
+			if tc.wantUA != tc.ua && !strings.HasPrefix(tc.target, clientPathPrefix) {
+				r.Header.Set("Authorization", "Bearer loopback-token")
+			}
 			h.ServeHTTP(httptest.NewRecorder(), r)
 			if got.URL.Path != tc.wantPath || got.RequestURI != tc.wantURI || got.UserAgent() != tc.wantUA {
 				t.Errorf("got path %q, URI %q, User-Agent %q; want %q, %q, %q",
