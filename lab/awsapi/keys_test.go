@@ -140,3 +140,49 @@ func TestKeysIssue(t *testing.T) {
 		t.Fatal("lookup found a key never issued")
 	}
 }
+
+// TestRestartKeepsThePort: with port 0, a restart listens where aws.env
+// says the last run did, so a shell that sourced it still reaches the lab;
+// when that port is taken it picks another and aws.env names the new one.
+func TestRestartKeepsThePort(t *testing.T) {
+	c, err := cloud.New(cloud.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	dir := t.TempDir()
+	envPath := filepath.Join(dir, "aws.env")
+	start := func(t *testing.T) *Server {
+		t.Helper()
+		srv, err := Listen(ServerConfig{Handler: Config{Cloud: c}, EnvPath: envPath})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return srv
+	}
+	first := start(t)
+	url := first.URL()
+	_ = first.ln.Close()
+
+	again := start(t)
+	if again.URL() != url {
+		t.Errorf("after a restart the AWS API is on %s, want %s as aws.env said", again.URL(), url)
+	}
+	// Still listening: the next start cannot have the port.
+	third := start(t)
+	defer third.ln.Close()
+	defer again.ln.Close()
+	if third.URL() == url {
+		t.Fatalf("two servers on %s", url)
+	}
+	env, err := os.ReadFile(envPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(env), "export AWS_ENDPOINT_URL="+third.URL()+"\n") {
+		t.Errorf("aws.env does not name the new port %s:\n%s", third.URL(), env)
+	}
+	if got := previousPort(filepath.Join(dir, "none.env")); got != "" {
+		t.Errorf("no env file: port %q", got)
+	}
+}

@@ -7,7 +7,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ccmlab/ccmlab/internal/datafs"
@@ -88,7 +92,7 @@ func Listen(cfg ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", cfg.Listen)
+	ln, err := listen(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("AWS API: %w", err)
 	}
@@ -107,6 +111,50 @@ func Listen(cfg ServerConfig) (*Server, error) {
 		}
 	}
 	return s, nil
+}
+
+// listen binds cfg.Listen. With port 0 (pick one) and an env file from an
+// earlier run, it first tries the port that file names, so that a
+// student's shell which sourced aws.env before a restart still reaches
+// the lab; a port taken since falls back to a new one (the file is then
+// rewritten, and sourcing it again picks that up).
+func listen(cfg ServerConfig) (net.Listener, error) {
+	host, port, err := net.SplitHostPort(cfg.Listen)
+	if err != nil {
+		return nil, err
+	}
+	if port == "0" && cfg.EnvPath != "" {
+		if prev := previousPort(cfg.EnvPath); prev != "" {
+			if ln, err := net.Listen("tcp", net.JoinHostPort(host, prev)); err == nil {
+				return ln, nil
+			}
+		}
+	}
+	return net.Listen("tcp", cfg.Listen)
+}
+
+// previousPort is the port of the AWS_ENDPOINT_URL an earlier run wrote to
+// the env file at path ("" when there is none to reuse).
+func previousPort(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		v, ok := strings.CutPrefix(line, "export AWS_ENDPOINT_URL=")
+		if !ok {
+			continue
+		}
+		u, err := url.Parse(strings.TrimSpace(v))
+		if err != nil || u.Port() == "" {
+			return ""
+		}
+		if n, err := strconv.Atoi(u.Port()); err != nil || n <= 0 || n > 65535 {
+			return ""
+		}
+		return u.Port()
+	}
+	return ""
 }
 
 // URL is the endpoint URL, e.g. http://127.0.0.1:4566.
