@@ -545,15 +545,21 @@ func q(testid string) string { return `document.querySelector(` + js(sel(testid)
 
 func saveScreenshot(t testing.TB, b *browser, name string) string {
 	t.Helper()
+	return writeShot(t, b, name, "screenshot", chromedp.FullScreenshot(100))
+}
+
+// writeShot takes the picture shot makes and writes it to artifacts/name.
+func writeShot(t testing.TB, b *browser, name, what string, shot chromedp.Action[[]byte]) string {
+	t.Helper()
 	dir := filepath.Join(repoRoot, "artifacts")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(b.ctx, 60*time.Second)
 	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	png, err := chromedp.Run(ctx, shot)
 	if err != nil {
-		t.Fatalf("screenshot: %v", err)
+		t.Fatalf("%s: %v", what, err)
 	}
 	path := filepath.Join(dir, name)
 	if err := os.WriteFile(path, png, 0o644); err != nil {

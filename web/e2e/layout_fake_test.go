@@ -1,10 +1,7 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -239,21 +236,7 @@ func TestPageAtLaptopSizes(t *testing.T) {
 // sit) to artifacts/.
 func saveViewport(t testing.TB, b *browser, name string) {
 	t.Helper()
-	dir := filepath.Join(repoRoot, "artifacts")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(b.ctx, 60*time.Second)
-	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
-	if err != nil {
-		t.Fatalf("screenshot: %v", err)
-	}
-	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshot: %s", path)
+	writeShot(t, b, name, "screenshot", chromedp.CaptureScreenshot())
 }
 
 // TestPresenterFollowsURL: the URL decides presenter mode before what the

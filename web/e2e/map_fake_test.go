@@ -1,9 +1,6 @@
 package e2e
 
 import (
-	"context"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -147,20 +144,5 @@ func BenchmarkMapRender(b *testing.B) {
 // artifacts/.
 func saveScreenshotOf(t testing.TB, b *browser, testid, name string) string {
 	t.Helper()
-	dir := filepath.Join(repoRoot, "artifacts")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(b.ctx, 60*time.Second)
-	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.CSS(sel(testid)), chromedp.NodeVisible))
-	if err != nil {
-		t.Fatalf("screenshot of %s: %v", testid, err)
-	}
-	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshot: %s", path)
-	return path
+	return writeShot(t, b, name, "screenshot of "+testid, chromedp.Screenshot(chromedp.CSS(sel(testid)), chromedp.NodeVisible))
 }
