@@ -202,9 +202,9 @@ func evalThrottle(_ context.Context, e *evalCtx, c format.CheckSpec) Outcome {
 	for _, en := range e.hist {
 		if en.Kind == history.KindFaults && en.Faults != nil && (en.Faults.QPS > 0) == on {
 			if on {
-				return passf("クラウド API を qps %g, burst %d に絞りました (#%d)", "the cloud API was limited to qps %g, burst %d (#%d)", f.QPS, f.Burst, en.Seq)
+				return passf("クラウド API を qps %g, burst %d に絞りました", "the cloud API was limited to qps %g, burst %d", f.QPS, f.Burst)
 			}
-			return passf("クラウド API のレート制限を外しました (#%d)", "the cloud API's rate limit was lifted (#%d)", en.Seq)
+			return passf("クラウド API のレート制限を外しました", "the cloud API's rate limit was lifted")
 		}
 	}
 	if e.histErr != nil {

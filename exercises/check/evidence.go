@@ -203,7 +203,7 @@ func evalObjectChange(_ context.Context, e *evalCtx, c format.CheckSpec) Outcome
 			untainted = untainted || c.Change == ChangeTaintRemoved && !slices.ContainsFunc(o.Managers, ccmnames.IsCCM)
 			continue
 		}
-		return Outcome{true, join2("%s (書いたのは %s、履歴の #%d)", "%s, written by %s; entry #%d of the lab's history", changeDone(c.Resource, o.Name, c.Change), whoWrote(o.Managers), en.Seq)}
+		return Outcome{true, join2("%s (書いたのは %s)", "%s, written by %s", changeDone(c.Resource, o.Name, c.Change), whoWrote(o.Managers))}
 	}
 	if e.histErr != nil {
 		return e.truncated()
@@ -285,7 +285,7 @@ func evalSwitched(_ context.Context, e *evalCtx, c format.CheckSpec) Outcome {
 	}
 	for _, en := range e.hist {
 		if en.Kind == history.KindSwitch && en.Switch.Controller == c.Controller && en.Switch.On == want {
-			return Outcome{true, i18nf("%s controller を%sにしました (#%d)", "the %s controller was switched %s (#%d)", c.Controller, wantJA, wantEN, en.Seq)}
+			return Outcome{true, i18nf("%s controller を%sにしました", "the %s controller was switched %s", c.Controller, wantJA, wantEN)}
 		}
 	}
 	if e.histErr != nil {
@@ -323,7 +323,7 @@ func evalCloudCall(_ context.Context, e *evalCtx, c format.CheckSpec) Outcome {
 			continue
 		}
 		n++
-		last = i18n.Textf("#%[1]d、%[3]s の %[2]s、結果 %[4]s", "#%[1]d, %[2]s by %[3]s, %[4]s", en.Seq, call.Action, cmp.Or(call.Caller, "?"), cmp.Or(call.ErrorCode, "ok"))
+		last = i18n.Textf("#%[1]d、%[3]s の %[2]s、結果 %[4]s", "#%[1]d, %[2]s by %[3]s, %[4]s", call.Seq, call.Action, cmp.Or(call.Caller, "?"), cmp.Or(call.ErrorCode, "ok"))
 	}
 	if n >= min {
 		return Outcome{true, join2("クラウド API の呼び出しログに %[1]sが %[3]d 回あります (最後は %[2]s)", "the call log has %[3]d %[1]s (the last: %[2]s)", callsWanted(c.Action, c.Caller, c.Result, c.Code, n), last, n)}
@@ -352,9 +352,9 @@ func evalDenyChanged(_ context.Context, e *evalCtx, c format.CheckSpec) Outcome 
 	for _, en := range e.hist {
 		if en.Kind == history.KindFaults && slices.Contains(en.Faults.Deny, c.Action) == want {
 			if want {
-				return passf("IAM が %s を拒否するようにしました (#%d)", "IAM was made to deny %s (#%d)", c.Action, en.Seq)
+				return passf("IAM が %s を拒否するようにしました", "IAM was made to deny %s", c.Action)
 			}
-			return passf("IAM が %s を許可するようにしました (#%d)", "IAM was made to allow %s again (#%d)", c.Action, en.Seq)
+			return passf("IAM が %s を許可するようにしました", "IAM was made to allow %s again", c.Action)
 		}
 	}
 	if e.histErr != nil {
@@ -469,6 +469,6 @@ func evalUnwatched(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcome 
 		}
 		return failf("前のステップの後、%s controller がオフの間に Service %s は作られていません。", "Service %[2]s was not created while the %[1]s controller was off, since the previous step.", c.WhileOff, c.Name)
 	}
-	return passf("Service %s は %s controller がオフの間に作られ (#%d)、その間だれもイベントを付けませんでした", "Service %s was created while the %s controller was off (#%d), and nobody reported on it while it stayed off",
-		c.Name, c.WhileOff, created.Seq)
+	return passf("Service %s は %s controller がオフの間に作られ、その間だれもイベントを付けませんでした", "Service %s was created while the %s controller was off, and nobody reported on it while it stayed off",
+		c.Name, c.WhileOff)
 }
