@@ -80,7 +80,8 @@ func lbKindWord(lb *cloud.LoadBalancer) string {
 // evalLBOwner: state "ccm" passes when the Service has no
 // loadBalancerClass and its load balancer is one the CCM's provider made
 // for it; "lbc" when its class is the controller's and the load balancer
-// is an NLB of the controller's stack for it.
+// carries the controller's stack tag for it (it builds only NLBs for
+// Services).
 func evalLBOwner(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcome {
 	svc, lb, o, ok := e.addressedLB(ctx, c.Name)
 	if !ok {
@@ -107,11 +108,11 @@ func evalLBOwner(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcome {
 		if class != ccmnames.LBCClass {
 			return failf("Service %s の loadBalancerClass は %q です (%s ではありません)。", "Service %s's loadBalancerClass is %q, not %s.", c.Name, class, ccmnames.LBCClass)
 		}
-		if lb.Kind != cloud.LBKindNetwork || lb.Tags[tagLBCStack] != key {
-			return failf("%s %s は AWS Load Balancer Controller が Service %s のために作った NLB ではありません (タグ %s が %q)。",
-				"%s %s is not an NLB the AWS Load Balancer Controller made for Service %s (tag %s is %q).", kind, lb.Name, c.Name, tagLBCStack, lb.Tags[tagLBCStack])
+		if lb.Tags[tagLBCStack] != key {
+			return failf("%s %s は AWS Load Balancer Controller が Service %s のために作ったものではありません (タグ %s が %q)。",
+				"%s %s was not made by the AWS Load Balancer Controller for Service %s (tag %s is %q).", kind, lb.Name, c.Name, tagLBCStack, lb.Tags[tagLBCStack])
 		}
-		return passf("Service %s のクラスは %s で、その NLB %s は AWS Load Balancer Controller が作ったものです", "Service %s's class is %s and its NLB %s is the AWS Load Balancer Controller's", c.Name, class, lb.Name)
+		return passf("Service %s のクラスは %s で、その %s %s は AWS Load Balancer Controller が作ったものです", "Service %s's class is %s and its %s %s is the AWS Load Balancer Controller's", c.Name, class, kind, lb.Name)
 	}
 }
 
