@@ -410,6 +410,9 @@ func (a *App) build(ctx, gctx context.Context, g *errgroup.Group, cl cluster, l 
 		Store: l.store, Nodes: a.cfg.Nodes, Logger: a.cfg.Logger.With("component", "exercises"), Addr: a.cfg.Addr, DataDir: a.dataDir,
 		Restartable:   a.cfg.Restart != nil,
 		RestoreSystem: s.RestoreKubeSystem, // kube-system's add-ons (app/sim/kubesystem.go)
+		// The lbc add-on's Service webhook, on only for its exercises
+		// (app/sim/lbcpod.go).
+		LBCServiceWebhook: s.SetLBCServiceWebhook,
 		// A step passed by the automatic check turns green on the page.
 		OnProgress: func(id string) { pub.publish(stream.Exercise{Exercise: id}) },
 	})

@@ -65,6 +65,11 @@ func (c *Config) validate() field.ErrorList {
 	for i, a := range c.Addons {
 		if a != ccmnames.AddonLBC {
 			errs = append(errs, field.Invalid(field.NewPath("Addons").Index(i), a, "unknown add-on (valid: "+ccmnames.AddonLBC+")"))
+		} else if c.Kubeconfig != "" {
+			// The controller's webhooks are called by the apiserver on
+			// the lab's cluster network, which an attached cluster's
+			// apiserver cannot reach.
+			errs = append(errs, field.Invalid(field.NewPath("Addons").Index(i), a, "the lbc add-on needs the embedded control plane: an attached cluster's apiserver (Kubeconfig) cannot reach the AWS Load Balancer Controller's webhooks in the lab"))
 		}
 	}
 	if c.Nodes < 0 || c.Nodes > MaxNodes {

@@ -43,6 +43,7 @@ func TestValidate(t *testing.T) {
 		{"controller the profile lacks", func(c *Config) { c.Profile = kubevirt; c.Controllers = []string{profile.Service} }, "Controllers[0]", "the kubevirt profile has no service controller"},
 		{"unknown add-on", func(c *Config) { c.Addons = []string{"lbc", "istio"} }, "Addons[1]", "unknown add-on"},
 		{"lbc", func(c *Config) { c.Addons = []string{"lbc"} }, "", ""},
+		{"lbc on an attached cluster", func(c *Config) { c.Addons = []string{"lbc"}; c.Kubeconfig = "/k" }, "Addons[0]", "needs the embedded control plane"},
 		{"negative nodes", func(c *Config) { c.Nodes = -1 }, "Nodes", "must be between 0 and 1000"},
 		{"no nodes", func(c *Config) { c.Nodes = 0 }, "", ""},
 		{"most nodes", func(c *Config) { c.Nodes = MaxNodes }, "", ""},

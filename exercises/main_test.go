@@ -84,7 +84,8 @@ func startWorld() (*world, error) {
 	w.svc, err = New(Config{
 		Env:   check.Env{Client: lab.Client, Cloud: lab.Cloud, Flow: w.obs, Controllers: w.manager, Dataplane: w.dp, Profile: l.Profile, History: lab.History},
 		Store: w.store, Nodes: l.Nodes, SettleTimeout: 90 * time.Second,
-		RestoreSystem: lab.RestoreKubeSystem, // as app wires it
+		RestoreSystem:     lab.RestoreKubeSystem, // as app wires it
+		LBCServiceWebhook: lab.SetLBCServiceWebhook,
 	})
 	return w, err
 }

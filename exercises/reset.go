@@ -206,6 +206,9 @@ func (s *Service) resetLab(ctx context.Context, ex *format.Exercise, opts ResetO
 	if err := s.applySwitches(want); err != nil {
 		return err
 	}
+	if err := s.setLBCServiceWebhook(ctx, ex, want); err != nil {
+		return err
+	}
 	if ex.Setup.Uncordon {
 		if err := s.updateNodes(ctx, func(n *corev1.Node) bool {
 			if !n.Spec.Unschedulable {
@@ -307,6 +310,31 @@ func (s *Service) freshNodes(ctx context.Context, n int) error {
 		if err := nodes.Delete(ctx, inst.PrivateDNSName, metav1.DeleteOptions{}); ignoreNotFound(err) != nil {
 			return fmt.Errorf("deleting Node %s: %w", inst.PrivateDNSName, err)
 		}
+	}
+	return nil
+}
+
+// setLBCServiceWebhook leaves the lbc add-on's Service webhook on only for
+// an exercise that requires the add-on and has it running. With the
+// webhook on, every new LoadBalancer Service gets the controller's class
+// and never reaches the CCM's Service controller, which the other
+// exercises are about; and with the controller scaled to 0 the webhook,
+// which fails closed, would refuse every new Service. Off, a Service goes
+// to the controller only by its class or annotations, as with the chart's
+// enableServiceMutatorWebhook=false.
+func (s *Service) setLBCServiceWebhook(ctx context.Context, ex *format.Exercise, want map[string]bool) error {
+	if s.cfg.LBCServiceWebhook == nil {
+		return nil
+	}
+	on := slices.Contains(ex.Setup.Requires, ccmnames.AddonLBC) && want[ccmnames.AddonLBC]
+	changed, err := s.cfg.LBCServiceWebhook(ctx, on)
+	if err != nil {
+		return err
+	}
+	if changed && !on {
+		s.removed = append(s.removed, i18n.Text{
+			JA: "AWS Load Balancer Controller の Service webhook (この演習ではオフ: 新しい LoadBalancer Service は CCM の Service controller が担当します)",
+			EN: "the AWS Load Balancer Controller's Service webhook (off for this exercise: new LoadBalancer Services go to the CCM's Service controller)"})
 	}
 	return nil
 }

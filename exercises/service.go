@@ -68,6 +68,12 @@ type Config struct {
 	// next exercise's names resolve (sim.Sim.RestoreKubeSystem); nil: a
 	// lab without them.
 	RestoreSystem func(context.Context) error
+	// LBCServiceWebhook switches the lbc add-on's Service webhook (the
+	// AWS Load Balancer Controller's mutator that gives every new
+	// LoadBalancer Service its class) on or off, as the chart's
+	// enableServiceMutatorWebhook does, and reports whether it changed
+	// (sim.Sim.SetLBCServiceWebhook); nil: a lab without it.
+	LBCServiceWebhook func(ctx context.Context, on bool) (bool, error)
 	// Restartable: the lab can restart itself into another profile or
 	// with other add-ons (ccmlab serve on its own, not a classroom's lab),
 	// so an unavailable exercise's summary says how (Summary.Restart).

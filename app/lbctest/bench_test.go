@@ -44,7 +44,7 @@ func BenchmarkLBC(b *testing.B) {
 		b.Fatal(err)
 	}
 	l := sim.DefaultLab()
-	l.Profile, l.Addons, l.RealLBC = p, []string{"lbc"}, true
+	l.Profile, l.Addons = p, []string{"lbc"}
 	l.Controllers, _ = p.ParseControllers("")
 	l.AWSProvider = ""
 	lab, err := apptest.Serve(env, l)

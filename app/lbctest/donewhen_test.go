@@ -42,7 +42,7 @@ func TestDoneWhen(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := sim.DefaultLab()
-	l.Profile, l.Addons, l.Nodes, l.RealLBC = p, []string{"lbc"}, 2, true
+	l.Profile, l.Addons, l.Nodes = p, []string{"lbc"}, 2
 	l.Controllers, _ = p.ParseControllers("")
 	l.AWSProvider = ""
 	lab, err := apptest.Serve(env, l)

@@ -61,12 +61,10 @@ type Lab struct {
 	Profile     profile.Profile
 	// Controllers on at start, as profile.ParseControllers returns them.
 	Controllers []string
-	Addons      []string
-	// RealLBC runs the lbc add-on as the real AWS Load Balancer Controller
-	// (lbcpod.go) instead of the lab's imitation (controllers/lbc), until
-	// the exercises move to it (issue 40 item 3).
-	RealLBC bool
-	Nodes   int
+	// Addons: "lbc" runs the AWS Load Balancer Controller as its chart
+	// installs it (lbcpod.go).
+	Addons []string
+	Nodes  int
 	// CloudLatency delays every cloud call (--cloud-latency).
 	CloudLatency time.Duration
 	// Quotas are the cloud's (zero: cloud.DefaultQuotas, a student's);
@@ -101,7 +99,7 @@ type Embedded struct {
 func Served(l Lab, emb Embedded) Config {
 	return Config{
 		Profile: l.Profile, Nodes: l.Nodes, CloudLatency: l.CloudLatency, CloudQuotas: l.Quotas,
-		Controllers: slices.Clone(l.Controllers), Addons: slices.Clone(l.Addons), RealLBC: l.RealLBC,
+		Controllers: slices.Clone(l.Controllers), Addons: slices.Clone(l.Addons),
 		Tuning:           controllers.Tuning{NodeStatusUpdateFrequency: DefaultNodeStatusUpdateFrequency},
 		ControlPlaneNode: emb.StaticPods != nil, StaticPods: emb.StaticPods,
 		CACertPEM: emb.CACertPEM, CAKeyPEM: emb.CAKeyPEM,

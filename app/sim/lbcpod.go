@@ -27,6 +27,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/ccmlab/ccmlab/controllers"
@@ -115,6 +118,108 @@ func lbcCert(now time.Time) (caPEM, certPEM, keyPEM []byte, err error) {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
 		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
 		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
+}
+
+// lbcServiceWebhookName is the chart's Service mutator: it sets the
+// controller's loadBalancerClass on every new LoadBalancer Service
+// (webhooks/core/service_mutator.go:40-55), so that the controller, not
+// the CCM, makes its load balancer.
+const lbcServiceWebhookName = "mservice.elbv2.k8s.aws"
+
+// lbcServiceWebhook is that webhook as the chart installs it
+// (templates/webhook.yaml:105-145, values.yaml:484-493: on, failure
+// fails the create, the controller's own Services left out).
+func lbcServiceWebhook(caPEM []byte) admissionv1.MutatingWebhook {
+	return admissionv1.MutatingWebhook{
+		Name: lbcServiceWebhookName,
+		ClientConfig: admissionv1.WebhookClientConfig{CABundle: caPEM, Service: &admissionv1.ServiceReference{
+			Namespace: metav1.NamespaceSystem, Name: LBCWebhookService, Path: ptr.To("/mutate-v1-service")}},
+		FailurePolicy:           ptr.To(admissionv1.Fail),
+		AdmissionReviewVersions: []string{"v1"}, SideEffects: ptr.To(admissionv1.SideEffectClassNone),
+		ObjectSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "app.kubernetes.io/name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{LBCName}},
+		}},
+		Rules: []admissionv1.RuleWithOperations{{Operations: []admissionv1.OperationType{admissionv1.Create},
+			Rule: admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"services"}}}},
+	}
+}
+
+// SetLBCServiceWebhook switches the controller's Service webhook on or
+// off, as `helm upgrade --set enableServiceMutatorWebhook=...` would: the
+// entry added to or removed from the chart's MutatingWebhookConfiguration.
+// It returns once the apiserver calls the webhook, or no longer does, for
+// a new LoadBalancer Service (a dry run), and reports whether anything
+// changed. A lab without the lbc add-on has no webhook: nothing to do.
+func (s *Sim) SetLBCServiceWebhook(ctx context.Context, on bool) (bool, error) {
+	if !s.lbcOn() {
+		return false, nil
+	}
+	select {
+	case <-s.lbcApplied:
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	mwcs := s.Client.AdmissionregistrationV1().MutatingWebhookConfigurations()
+	changed := false
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		changed = false
+		mwc, err := mwcs.Get(ctx, lbcWebhookConfig, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		i := slices.IndexFunc(mwc.Webhooks, func(w admissionv1.MutatingWebhook) bool { return w.Name == lbcServiceWebhookName })
+		switch {
+		case on && i < 0:
+			// The CA the chart's other webhooks trust (the Secret's).
+			var ca []byte
+			for _, w := range mwc.Webhooks {
+				if ca == nil {
+					ca = w.ClientConfig.CABundle
+				}
+			}
+			if ca == nil {
+				sec, err := s.Client.CoreV1().Secrets(metav1.NamespaceSystem).Get(ctx, lbcTLSSecret, metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				ca = sec.Data["ca.crt"]
+			}
+			mwc.Webhooks = append(mwc.Webhooks, lbcServiceWebhook(ca))
+		case !on && i >= 0:
+			mwc.Webhooks = slices.Delete(mwc.Webhooks, i, i+1)
+		default:
+			return nil
+		}
+		changed = true
+		_, err = mwcs.Update(ctx, mwc, metav1.UpdateOptions{FieldManager: "ccmlab"})
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("switching the AWS Load Balancer Controller's Service webhook: %w", err)
+	}
+	// The apiserver reads webhook configurations from an informer: wait
+	// until a new Service meets the webhook as it now is.
+	probe := &v1.Service{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "ccmlab-webhook-probe-", Namespace: metav1.NamespaceDefault},
+		Spec:       v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Ports: []v1.ServicePort{{Port: 80}}},
+	}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		got, err := s.Client.CoreV1().Services(metav1.NamespaceDefault).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		called := err != nil && strings.Contains(err.Error(), lbcServiceWebhookName) || err == nil && got.Spec.LoadBalancerClass != nil
+		if err != nil && !called {
+			return changed, fmt.Errorf("checking the AWS Load Balancer Controller's Service webhook: %w", err)
+		}
+		if called == on {
+			return changed, nil
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return changed, fmt.Errorf("the apiserver has not taken up the AWS Load Balancer Controller's Service webhook switched %s: %w", map[bool]string{true: "on", false: "off"}[on], ctx.Err())
+		}
+	}
 }
 
 // lbcObjects are the chart's objects for this lab.
@@ -246,11 +351,7 @@ func (s *Sim) lbcObjects(caPEM, certPEM, keyPEM []byte) []lbcObject {
 					}},
 					Rules: rules("", "v1", "pods", admissionv1.Create),
 				},
-				{
-					Name: "mservice.elbv2.k8s.aws", ClientConfig: hook("/mutate-v1-service"), FailurePolicy: ptr.To(admissionv1.Fail),
-					AdmissionReviewVersions: []string{"v1"}, SideEffects: none, ObjectSelector: notSelf,
-					Rules: rules("", "v1", "services", admissionv1.Create),
-				},
+				lbcServiceWebhook(caPEM),
 				{
 					Name: "mtargetgroupbinding.elbv2.k8s.aws", ClientConfig: hook("/mutate-elbv2-k8s-aws-v1beta1-targetgroupbinding"),
 					FailurePolicy: ptr.To(admissionv1.Fail), AdmissionReviewVersions: []string{"v1beta1"}, SideEffects: none,
@@ -332,6 +433,7 @@ func (s *Sim) runLBCObjects(ctx context.Context) error {
 	for {
 		err := s.ensureLBCObjects(ctx)
 		if err == nil {
+			close(s.lbcApplied)
 			return nil
 		}
 		s.cfg.Logger.Warn("applying the AWS Load Balancer Controller; will retry", "err", err)
@@ -345,21 +447,43 @@ func (s *Sim) runLBCObjects(ctx context.Context) error {
 
 // lbcWebhooks are the webhook listeners of the controller processes that
 // run: what the cluster network reaches at the webhook Service's address.
+// One is added as a process starts and removed when it has returned.
 type lbcWebhooks struct {
-	mu  sync.Mutex
-	lns []net.Listener
+	mu      sync.Mutex
+	lns     []net.Listener
+	changed chan struct{} // closed and replaced on every change
 }
 
 func (w *lbcWebhooks) add(ln net.Listener) {
 	w.mu.Lock()
 	w.lns = append(w.lns, ln)
+	w.notifyLocked()
 	w.mu.Unlock()
 }
 
 func (w *lbcWebhooks) remove(ln net.Listener) {
 	w.mu.Lock()
 	w.lns = slices.DeleteFunc(w.lns, func(l net.Listener) bool { return l == ln })
+	w.notifyLocked()
 	w.mu.Unlock()
+}
+
+func (w *lbcWebhooks) notifyLocked() {
+	if w.changed != nil {
+		close(w.changed)
+	}
+	w.changed = make(chan struct{})
+}
+
+// running is how many controller processes run, and a channel closed at
+// the next change.
+func (w *lbcWebhooks) running() (int, <-chan struct{}) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.changed == nil {
+		w.changed = make(chan struct{})
+	}
+	return len(w.lns), w.changed
 }
 
 func (w *lbcWebhooks) addr() string {
@@ -394,7 +518,76 @@ func (s *Sim) DialCluster(ctx context.Context, addr string) (net.Conn, error) {
 }
 
 func (s *Sim) lbcOn() bool {
-	return s.cfg.ControlPlaneNode && s.cfg.RealLBC && slices.Contains(s.cfg.Addons, controllers.AddonLBC)
+	return s.cfg.ControlPlaneNode && slices.Contains(s.cfg.Addons, controllers.AddonLBC)
+}
+
+// switchLBC is the lbc add-on's switch (controllers.Config.AddonSwitch):
+// the Deployment scaled to 1 (on) or 0 (off), as an operator would, then a
+// wait until the controller's process runs, or none does. The switch's
+// state is what followLBC reads back from the Deployment.
+func (s *Sim) switchLBC(ctx context.Context, _ string, on bool) error {
+	select {
+	case <-s.lbcApplied:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	want := int32(0)
+	if on {
+		want = 1
+	}
+	deps := s.Client.AppsV1().Deployments(metav1.NamespaceSystem)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		sc, err := deps.GetScale(ctx, LBCName, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("%w: the Deployment %s/%s is gone, so the AWS Load Balancer Controller cannot run (a restart of the lab installs it again)", controllers.ErrBusy, metav1.NamespaceSystem, LBCName)
+		}
+		if err != nil || sc.Spec.Replicas == want {
+			return err
+		}
+		sc.Spec.Replicas = want
+		_, err = deps.UpdateScale(ctx, LBCName, sc, metav1.UpdateOptions{FieldManager: "ccmlab"})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for {
+		n, changed := s.lbcHooks.running()
+		if on == (n > 0) {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("%w: the Pod of Deployment %s/%s has not %s (kubectl -n %[2]s get pods says why)", controllers.ErrBusy, metav1.NamespaceSystem, LBCName, map[bool]string{true: "started", false: "stopped"}[on])
+		}
+	}
+}
+
+// followLBC tells the Manager what the Deployment says of the add-on: on
+// while it asks for a replica. A restart on the same data dir, or a
+// student's kubectl scale, is then what the switch shows.
+func (s *Sim) followLBC(ctx context.Context) error {
+	f := informers.NewSharedInformerFactoryWithOptions(s.Client, 0, informers.WithNamespace(metav1.NamespaceSystem),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + LBCName }))
+	report := func(obj any) {
+		d, ok := obj.(*appsv1.Deployment)
+		if !ok || d.Name != LBCName {
+			return
+		}
+		s.Manager.SetAddon(controllers.AddonLBC, d.DeletionTimestamp == nil && ptr.Deref(d.Spec.Replicas, 1) > 0)
+	}
+	if _, err := f.Apps().V1().Deployments().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    report,
+		UpdateFunc: func(_, obj any) { report(obj) },
+		DeleteFunc: func(any) { s.Manager.SetAddon(controllers.AddonLBC, false) },
+	}); err != nil {
+		return err
+	}
+	f.Start(ctx.Done())
+	<-ctx.Done()
+	f.Shutdown()
+	return nil
 }
 
 // lbcRuntime runs the controller's container.
@@ -509,16 +702,6 @@ func (l *lineLog) Write(p []byte) (int, error) {
 		l.buf = l.buf[:0]
 	}
 	return len(p), nil
-}
-
-// managerAddons are the add-ons the in-process Manager runs: with the
-// embedded control plane the lbc add-on is the real controller's
-// Deployment, not a Manager unit.
-func (s *Sim) managerAddons() []string {
-	if !s.lbcOn() {
-		return s.cfg.Addons
-	}
-	return slices.DeleteFunc(slices.Clone(s.cfg.Addons), func(a string) bool { return a == controllers.AddonLBC })
 }
 
 // runtimes is the kubelets' Runtime: the first that handles a Pod runs it.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -59,18 +60,20 @@ type Config struct {
 
 	// Controllers enabled at start, as profile.ParseControllers returns
 	// them (nil: none), and add-ons, as in controllers.Config.
+	// The lbc add-on is the AWS Load Balancer Controller's Deployment
+	// (lbcpod.go): it needs ControlPlaneNode.
 	Controllers []string
 	Addons      []string
-	// RealLBC: the lbc add-on is the real controller (Lab.RealLBC).
-	RealLBC bool
-	Tuning  controllers.Tuning
+	Tuning      controllers.Tuning
 	// Upstream replaces the lab's cloud provider, as in controllers.Config.
 	Upstream func(caller string, client kubernetes.Interface, factory informers.SharedInformerFactory, stop <-chan struct{}) (cloudprovider.Interface, error)
-	// AWSAPI returns the lab's AWS API endpoint, as in controllers.Config
-	// (the lbc add-on talks ELBv2 to it); nil: lbc serves the API to itself
-	// in process.
+	// AWSAPI returns the lab's AWS API endpoint on loopback (lab/awsapi),
+	// read each time the lbc add-on's container starts: the AWS Load
+	// Balancer Controller talks ELBv2 and EC2 to it. Required with the
+	// add-on (Start sets it).
 	AWSAPI func() string
-	// AWSKeys is that API's key store, as in controllers.Config.
+	// AWSKeys is that API's key store: the controller signs with the key
+	// it issues it, which names it in the call log.
 	AWSKeys *awsapi.Keys
 
 	// OnChange receives every flow change (optional). It is called under
@@ -127,6 +130,8 @@ func (c *Config) validate() error {
 		return errors.New("sim: HeartbeatInterval must not be negative")
 	case c.Profile.Name == "kubevirt" && c.ControlPlaneNode && c.Infra == nil:
 		return errors.New("sim: the kubevirt profile needs its management apiserver (Infra)")
+	case slices.Contains(c.Addons, controllers.AddonLBC) && !c.ControlPlaneNode:
+		return errors.New("sim: the lbc add-on runs as the AWS Load Balancer Controller's Deployment, whose webhooks the apiserver reaches on the lab's cluster network: it needs the embedded control plane (ControlPlaneNode)")
 	}
 	return nil
 }
@@ -156,6 +161,9 @@ type Sim struct {
 	// lbcHooks are the AWS Load Balancer Controller's webhook listeners
 	// (lbcpod.go).
 	lbcHooks lbcWebhooks
+	// lbcApplied is closed once the controller's objects exist
+	// (runLBCObjects), so a switch at start waits for them.
+	lbcApplied chan struct{}
 }
 
 // New builds the simulation: it opens (or restores) the cloud and launches
@@ -221,7 +229,7 @@ func New(ctx context.Context, cfg Config) (_ *Sim, err error) {
 	cfg.RestConfig = rest.CopyConfig(cfg.RestConfig)
 	cfg.RestConfig.ContentType = runtime.ContentTypeProtobuf
 	cfg.RestConfig.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
-	s := &Sim{Cloud: c, cfg: cfg, Logs: cfg.Logs, ccmApplied: make(chan struct{})}
+	s := &Sim{Cloud: c, cfg: cfg, Logs: cfg.Logs, ccmApplied: make(chan struct{}), lbcApplied: make(chan struct{})}
 	if s.Client, err = kubernetes.NewForConfig(cfg.RestConfig); err != nil {
 		return nil, err
 	}
@@ -279,8 +287,11 @@ func New(ctx context.Context, cfg Config) (_ *Sim, err error) {
 	}
 	mc := controllers.Config{
 		RestConfig: cfg.RestConfig, Cloud: c, Profile: cfg.Profile, ClusterCIDR: cfg.ClusterCIDR,
-		Enabled: cfg.Controllers, Addons: s.managerAddons(), Tuning: cfg.Tuning, Logger: cfg.Logger,
-		Upstream: cfg.Upstream, AWSAPI: cfg.AWSAPI, AWSKeys: cfg.AWSKeys,
+		Enabled: cfg.Controllers, Addons: cfg.Addons, Tuning: cfg.Tuning, Logger: cfg.Logger,
+		Upstream: cfg.Upstream,
+	}
+	if s.lbcOn() {
+		mc.AddonSwitch = s.switchLBC // lbcpod.go: the Deployment scaled
 	}
 	if cfg.ControlPlaneNode {
 		mc.Switch = s.switchCCM // the switches patch the CCM's DaemonSet
@@ -338,6 +349,7 @@ func (s *Sim) Go(ctx context.Context, g *errgroup.Group) {
 		Go(ctx, g, "kube-system add-ons", s.runKubeSystem) // kubesystem.go
 		if s.lbcOn() {
 			Go(ctx, g, "aws-load-balancer-controller", s.runLBCObjects) // lbcpod.go
+			Go(ctx, g, "aws-load-balancer-controller switch", s.followLBC)
 		}
 	}
 }

@@ -377,16 +377,35 @@ func (e *evalCtx) service(ctx context.Context, name string) (*corev1.Service, Ou
 	return svc, Outcome{}, true
 }
 
-// lbName is the name of the load balancer the Service's owner gives it.
+// lbName is the name of the load balancer the Service's owner gives it:
+// the CCM's, derived from the UID. The AWS Load Balancer Controller's
+// name carries a hash of its own (model_build_load_balancer.go:577-594),
+// so its NLB is found by its tag instead (lbcLoadBalancer).
 func lbName(svc *corev1.Service) string {
-	if svc.Spec.LoadBalancerClass != nil && *svc.Spec.LoadBalancerClass == ccmnames.LBCClass ||
-		svc.Spec.LoadBalancerClass == nil && ccmnames.LBCExternal(svc.Annotations) {
-		return ccmnames.LBCLoadBalancerName(svc)
-	}
 	return cloudprovider.DefaultLoadBalancerName(svc)
 }
 
+// lbcLoadBalancer is the lbc add-on's NLB for svc: the one tagged
+// service.k8s.aws/stack=<namespace>/<name>, created after the Service
+// (an earlier Service's of that name may still be being deleted).
+func (e *evalCtx) lbcLoadBalancer(svc *corev1.Service) (cloud.LoadBalancer, bool) {
+	stack := svc.Namespace + "/" + svc.Name
+	for _, lb := range e.env.Cloud.LoadBalancerViews() {
+		if lb.Tags[cloud.StackTag] == stack && !lb.CreatedAt.Before(svc.CreationTimestamp.Time) {
+			return *lb, true
+		}
+	}
+	return cloud.LoadBalancer{}, false
+}
+
 func (e *evalCtx) loadBalancer(svc *corev1.Service) (cloud.LoadBalancer, Outcome, bool) {
+	if ccmnames.LBCOwns(svc) {
+		lb, ok := e.lbcLoadBalancer(svc)
+		if !ok {
+			return lb, failf("クラウドに Service %s 用の NLB (タグ service.k8s.aws/stack=%s) がありません。", "the cloud has no NLB for Service %s (tag service.k8s.aws/stack=%s).", svc.Name, svc.Namespace+"/"+svc.Name), false
+		}
+		return lb, Outcome{}, true
+	}
 	name := lbName(svc)
 	lb, ok := e.env.Cloud.LookupLoadBalancer(name)
 	if !ok {

@@ -1,9 +1,6 @@
 package ccmnames
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -38,17 +35,25 @@ func IsCCM(manager string) bool {
 // AddonLBC is the lbc add-on's name among the switches.
 const AddonLBC = "lbc"
 
-// The lbc add-on, the lab's imitation of the AWS Load Balancer Controller.
+// The lbc add-on, the AWS Load Balancer Controller v3.6.2
+// (sigs.k8s.io/aws-load-balancer-controller/v3; docs/aws.md).
 const (
 	// LBCCaller is how its cloud calls are logged.
 	LBCCaller = "load-balancer-controller"
-	// LBCClass selects the Services it owns.
+	// LBCClass selects the Services it owns (its --load-balancer-class
+	// default, which its Service webhook sets on new LoadBalancer
+	// Services).
 	LBCClass = "service.k8s.aws/nlb"
-	// LBCFinalizer keeps a Service until its load balancer is deleted.
+	// LBCFinalizer keeps a Service until its load balancer is deleted
+	// (pkg/shared_constants/finalizers.go).
 	LBCFinalizer = "service.k8s.aws/resources"
-	// AnnotationLBType "external" (or the older "nlb-ip") hands a Service
-	// without a class to it; cloud-provider-aws then leaves it alone.
+	// AnnotationLBType "external" with a target type (or the older
+	// "nlb-ip") hands a Service without a class to it; cloud-provider-aws
+	// then leaves it alone.
 	AnnotationLBType = "service.beta.kubernetes.io/aws-load-balancer-type"
+	// AnnotationTargetType is the controller's target type: "instance"
+	// or "ip".
+	AnnotationTargetType = "service.beta.kubernetes.io/aws-load-balancer-nlb-target-type"
 )
 
 // Caller is the call log's name for a controller's cloud calls:
@@ -60,24 +65,27 @@ func Caller(controller string) string {
 	return controller + "-controller"
 }
 
-// LBCExternal reports whether the annotations hand a Service to the lbc
-// add-on (aws-load-balancer-type external or nlb-ip).
+// LBCExternal reports whether the annotations hand a Service without a
+// class to the lbc add-on, as the controller's checkAWSLoadBalancerType-
+// Annotation does (pkg/service/service_utils.go:64-77): type nlb-ip, or
+// type external with target type ip or instance. Type external alone is
+// nobody's: cloud-provider-aws leaves it to another controller.
 func LBCExternal(annotations map[string]string) bool {
-	v := annotations[AnnotationLBType]
-	return v == "external" || v == "nlb-ip"
-}
-
-// LBCLoadBalancerName is the lbc add-on's name for a Service's NLB:
-// "k8s-<namespace>-<name>-<hash>" cut to ELB's 32 characters, readable in
-// the cloud view, unique through a hash of the UID.
-func LBCLoadBalancerName(svc *v1.Service) string {
-	sum := sha256.Sum256([]byte(string(svc.UID) + "/" + svc.Namespace + "/" + svc.Name))
-	return "k8s-" + cut(svc.Namespace, 8) + "-" + cut(svc.Name, 8) + "-" + hex.EncodeToString(sum[:])[:10]
-}
-
-func cut(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
+	switch annotations[AnnotationLBType] {
+	case "nlb-ip":
+		return true
+	case "external":
+		t := annotations[AnnotationTargetType]
+		return t == "ip" || t == "instance"
 	}
-	return s
+	return false
+}
+
+// LBCOwns reports whether the lbc add-on takes the Service: its class, or
+// no class and LBCExternal (service_utils.go:46-62).
+func LBCOwns(svc *v1.Service) bool {
+	if c := svc.Spec.LoadBalancerClass; c != nil {
+		return *c == LBCClass
+	}
+	return LBCExternal(svc.Annotations)
 }

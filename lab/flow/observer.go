@@ -390,13 +390,13 @@ func (o *Observer) onService(obj any) {
 		}
 	}
 	if s.Spec.Type == corev1.ServiceTypeLoadBalancer && v.LoadBalancerClass == "" {
-		// Without a class the annotation decides who makes it: the load
-		// balancer controller, under its own name, for type external.
-		name := cloudprovider.DefaultLoadBalancerName(s)
-		if ccmnames.LBCExternal(s.Annotations) {
-			name = ccmnames.LBCLoadBalancerName(s)
+		// Without a class the annotations decide who makes it: the CCM,
+		// under the name it derives, or the load balancer controller,
+		// whose NLB is found by its service.k8s.aws/stack tag when it
+		// appears.
+		if !ccmnames.LBCExternal(s.Annotations) {
+			o.lbOwner[cloudprovider.DefaultLoadBalancerName(s)] = key
 		}
-		o.lbOwner[name] = key
 	}
 	o.emit(Change{Type: KindService, Op: OpUpsert, Key: key, Data: v})
 	o.recomputeServiceLocked(key)
