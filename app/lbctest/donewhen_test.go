@@ -182,24 +182,23 @@ func TestDoneWhen(t *testing.T) {
 	})
 
 	t.Run("without the webhook, type external alone stays pending", func(t *testing.T) {
+		// As the exercises' reset turns it off (the chart's
+		// enableServiceMutatorWebhook=false); it returns once the
+		// apiserver no longer calls it.
+		changed, err := lab.SetLBCServiceWebhook(ctx, false)
+		if err != nil || !changed {
+			t.Fatalf("SetLBCServiceWebhook(false): changed %t, %v", changed, err)
+		}
 		mw, err := c.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "aws-load-balancer-webhook", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		mw.Webhooks = slices.DeleteFunc(mw.Webhooks, func(w admissionv1.MutatingWebhook) bool { return w.Name == "mservice.elbv2.k8s.aws" })
-		if _, err := c.AdmissionregistrationV1().MutatingWebhookConfigurations().Update(ctx, mw, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
+		if slices.ContainsFunc(mw.Webhooks, func(w admissionv1.MutatingWebhook) bool { return w.Name == "mservice.elbv2.k8s.aws" }) {
+			t.Fatal("mservice.elbv2.k8s.aws still in the webhook configuration")
 		}
-		// The apiserver learns of the change through its own informer: a
-		// dry run (the webhooks have no side effects, so they are called)
-		// shows when the class is no longer stamped.
-		waitFor(t, ctx, "the apiserver no longer calls the Service webhook", func() (bool, string) {
-			s, err := c.CoreV1().Services("default").Create(ctx, lbService("probe", nil), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-			if err != nil {
-				return false, err.Error()
-			}
-			return s.Spec.LoadBalancerClass == nil, fmt.Sprintf("class %v", ptr.Deref(s.Spec.LoadBalancerClass, ""))
-		})
+		if s, err := c.CoreV1().Services("default").Create(ctx, lbService("probe", nil), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil || s.Spec.LoadBalancerClass != nil {
+			t.Fatalf("a new LoadBalancer Service after the switch: %v, class %v", err, s.Spec.LoadBalancerClass)
+		}
 		if _, err := c.CoreV1().Services("default").Create(ctx, lbService("extonly", map[string]string{
 			"service.beta.kubernetes.io/aws-load-balancer-type": "external",
 		}), metav1.CreateOptions{}); err != nil {
@@ -302,6 +301,53 @@ func TestDoneWhen(t *testing.T) {
 
 	// A panic the controller recovers from (controller-runtime logs it and
 	// requeues) is still a sign the lab answered what AWS would not.
+	t.Run("the switch scales the Deployment and reads it back", func(t *testing.T) {
+		// The Service webhook back on, as the lbc exercises' reset has it.
+		if changed, err := lab.SetLBCServiceWebhook(ctx, true); err != nil || !changed {
+			t.Fatalf("SetLBCServiceWebhook(true): changed %t, %v", changed, err)
+		}
+		if s, err := c.CoreV1().Services("default").Create(ctx, lbService("probe", nil), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil || ptr.Deref(s.Spec.LoadBalancerClass, "") != nlbClass {
+			t.Fatalf("a new LoadBalancer Service with the webhook back: %v", err)
+		}
+		if !lab.Manager.Status()["lbc"] {
+			t.Fatal("the lbc switch is off while the controller's Deployment runs")
+		}
+		if err := lab.Manager.Disable("lbc"); err != nil {
+			t.Fatal(err)
+		}
+		d, err := c.AppsV1().Deployments(metav1.NamespaceSystem).Get(ctx, sim.LBCName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := ptr.Deref(d.Spec.Replicas, 1); r != 0 {
+			t.Errorf("switched off: the Deployment asks for %d replicas, want 0", r)
+		}
+		waitFor(t, ctx, "the switch reads off", func() (bool, string) { return !lab.Manager.Status()["lbc"], "on" })
+		// With the controller down, its Service webhook fails closed: a new
+		// Service is refused, as on a cluster whose controller is scaled
+		// to 0 (the chart's failurePolicy Fail).
+		if _, err := c.CoreV1().Services("default").Create(ctx, lbService("probe", nil), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err == nil || !strings.Contains(err.Error(), "mservice.elbv2.k8s.aws") {
+			t.Errorf("a new Service with the controller scaled to 0: %v, want the webhook's failure", err)
+		}
+		// kubectl scale, as an operator would: the switch follows.
+		sc, err := c.AppsV1().Deployments(metav1.NamespaceSystem).GetScale(ctx, sim.LBCName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc.Spec.Replicas = 1
+		if _, err := c.AppsV1().Deployments(metav1.NamespaceSystem).UpdateScale(ctx, sim.LBCName, sc, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, ctx, "the switch reads on", func() (bool, string) { return lab.Manager.Status()["lbc"], "off" })
+		if err := lab.Manager.Enable("lbc"); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, ctx, "a new Service admitted again", func() (bool, string) {
+			_, err := c.CoreV1().Services("default").Create(ctx, lbService("probe", nil), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			return err == nil, fmt.Sprint(err)
+		})
+	})
+
 	t.Run("the controller's log has no panic", func(t *testing.T) {
 		if text := controllerLog(t, ctx, lab); strings.Contains(text, "Observed a panic") {
 			i := strings.Index(text, "Observed a panic")
