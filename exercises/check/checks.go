@@ -334,8 +334,8 @@ func (e *evalCtx) selectNodes(ctx context.Context, scope string) ([]corev1.Node,
 	}
 	if len(nodes) == 0 {
 		if scope == "new" {
-			return nil, failf("演習を始めてから起動した VM の Node がまだありません。クラウドのパネルでインスタンスを起動してください。",
-				"no Node yet for a VM launched since the exercise started: launch an instance in the cloud panel."), false
+			return nil, failf("演習を始めてから起動した VM の Node がまだありません。",
+				"no Node yet for a VM launched since the exercise started."), false
 		}
 		if scope == "workers" {
 			return nil, failf("ワーカーの Node が 1 つもありません。", "there are no worker Nodes."), false

@@ -183,7 +183,7 @@ func evalHealthChecksFollowPods(ctx context.Context, e *evalCtx, c format.CheckS
 		}
 	}
 	if len(unhealthy) == 0 {
-		return failf("Pod のいないノードがありません: すべてのターゲットが healthy です。", "every node has a Pod, so every target is healthy: run fewer Pods than nodes.")
+		return failf("Pod のいないノードがありません: すべてのターゲットが healthy です。", "every node has a Pod, so every target is healthy.")
 	}
 	if len(healthy) == 0 {
 		return failf("healthy なターゲットがありません。", "no target is healthy.")
@@ -219,7 +219,7 @@ func evalUnevenLoad(ctx context.Context, e *evalCtx, c format.CheckSpec) Outcome
 		parts = append(parts, fmt.Sprintf("%s: %d Pod × %.0f%%", n, counts[n], share*100))
 	}
 	if hi/lo < 1.5 {
-		return failf("負荷は均等です (%s)。ノードの数より 1 つ多いレプリカにしてください。", "the load is even (%s): scale to one more replica than there are nodes.", strings.Join(parts, ", "))
+		return failf("Pod あたりの負荷は均等です (%s)。", "the load per Pod is even (%s).", strings.Join(parts, ", "))
 	}
 	return passf("Pod あたりの負荷が偏っています: %s", "the load per Pod is uneven: %s", strings.Join(parts, ", "))
 }

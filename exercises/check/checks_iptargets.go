@@ -76,8 +76,8 @@ func evalIPTargetsReached(ctx context.Context, e *evalCtx, c format.CheckSpec) O
 			return passf("経路のないターゲット %s はヘルスチェックに落ち、unhealthy です",
 				"target %s has no route and fails its health checks: unhealthy", strings.Join(cut, ", "))
 		}
-		return failf("ロードバランサー %s のどのターゲットにも、まだ届く道があります (%s)。Pod が動いているノードの podCIDR の経路を消してください。Route controller がオンなら、すぐに作り直されます。",
-			"every target of load balancer %s can still be reached (%s): delete the route of the podCIDR of the node the Pod runs on. With the Route controller on, it is made again at once.",
+		return failf("ロードバランサー %s のどのターゲットにも、まだ届く道があります (%s)。",
+			"every target of load balancer %s can still be reached (%s).",
 			lb.Name, strings.Join(append(reached, waiting...), ", "))
 	}
 	if len(cut) == 0 && len(waiting) == 0 {
