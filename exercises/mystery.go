@@ -79,15 +79,15 @@ type cause struct {
 
 // causes lists the challenge's causes in the order the page offers them.
 func causes() []cause {
-	return []cause{
+	return append([]cause{
 		{CauseNoServiceController,
 			i18n.Text{JA: "Service controller が動いていない", EN: "No Service controller is running"},
 			i18n.Text{JA: "Service controller が止まっていました。誰も Service を見ていないので、EXTERNAL-IP は <pending>、イベントも 1 つもありません。Service controller をオンにすると直ります。",
 				EN: "The Service controller was off. Nobody watches the Service, so EXTERNAL-IP is <pending> and there is not a single event. Switching the Service controller on fixes it."}, nil},
 		{CauseClassUnhandled,
 			i18n.Text{JA: "誰も担当しない loadBalancerClass", EN: "A loadBalancerClass nobody handles"},
-			i18n.Text{JA: "Service に loadBalancerClass service.k8s.aws/nlb が付いていました。Service controller はクラス付きの Service を無視し、そのクラスの担当 (ロードバランサー controller) は動いていませんでした。イベントはありません。担当の controller を動かすか、クラス無しで Service を作り直すと直ります (クラスは後から変えられません)。",
-				EN: "The Service carried loadBalancerClass service.k8s.aws/nlb. The Service controller ignores Services with a class, and the controller for that class (the load balancer controller) was not running; there are no events. Running that controller, or creating the Service again without a class (a class cannot be changed), fixes it."}, nil},
+			i18n.Text{JA: "Service に loadBalancerClass service.k8s.aws/nlb が付いていました。Service controller はクラス付きの Service を無視し、そのクラスの担当 (ロードバランサー controller) は動いていませんでした。イベントはありません。クラス無しで Service を作り直す (クラスは後から変えられません) か、担当の controller を動かすと直ります。AWS Load Balancer Controller の NLB は既定で internal なので、外から届かせるには annotation aws-load-balancer-scheme: internet-facing も要ります。",
+				EN: "The Service carried loadBalancerClass service.k8s.aws/nlb. The Service controller ignores Services with a class, and the controller for that class (the load balancer controller) was not running; there are no events. Creating the Service again without a class (a class cannot be changed), or running that controller, fixes it; the AWS Load Balancer Controller's NLB is internal by default, so reaching it from outside also takes the annotation aws-load-balancer-scheme: internet-facing."}, nil},
 		{CauseIAMDeny,
 			i18n.Text{JA: "IAM が CreateLoadBalancer を拒否している", EN: "IAM denies CreateLoadBalancer"},
 			i18n.Text{JA: "CCM のロールに CreateLoadBalancer が許されていませんでした。SyncLoadBalancerFailed のイベントとクラウド API の呼び出しログに AccessDenied が出ます。拒否を外すと、controller が次の再試行 (間隔は 5 秒から倍々に最大 5 分) で作ります。",
@@ -114,7 +114,7 @@ func causes() []cause {
 			i18n.Text{JA: "CCM は --use-service-account-credentials=true で動くので、Service controller は ServiceAccount kube-system/service-controller として API を呼びます。その ClusterRole system:controller:service-controller から services/status の patch と update のルールが消されていました。Service controller は EnsuringLoadBalancer の直後、ロードバランサーを作る前に finalizer を付けようとして (status サブリソースへの patch) forbidden で失敗し、SyncLoadBalancerFailed のイベントにそのメッセージが出ます。クラウドには何も呼ばれません。ルールを戻すと、次の再試行で進みます。",
 				EN: "The CCM runs with --use-service-account-credentials=true, so the Service controller calls the API as the ServiceAccount kube-system/service-controller. Its ClusterRole system:controller:service-controller had lost the rule granting patch and update on services/status. Right after EnsuringLoadBalancer, before any load balancer, the controller adds its finalizer through the status subresource, is told forbidden, and the SyncLoadBalancerFailed event carries that message; the cloud is never called. Putting the rule back lets the next retry go through."},
 			ccmAsPod},
-	}
+	}, lbcCauses()...) // mystery_lbc.go
 }
 
 // CauseIDs lists the causes' ids.
@@ -191,6 +191,9 @@ func (s *Service) Mystery(ctx context.Context, lang string) (MysteryView, error)
 	v.Misses = named.Wrong
 	if !named.FirstCorrect {
 		n, ok := nudges[v.Answer]
+		if !ok {
+			n, ok = lbcNudges()[v.Answer]
+		}
 		if !ok {
 			n = nudgeOther
 		}
@@ -311,7 +314,8 @@ func (s *Service) plantMystery(ctx context.Context, causeID string) error {
 	// The cause, before the Service exists, so the controllers meet the
 	// Service in the broken lab.
 	var class *string
-	var err error
+	// The causes of mystery_lbc.go plant there; err says one could not.
+	_, class, err := s.plantLBCCause(ctx, causeID)
 	switch causeID {
 	case CauseNoServiceController:
 		err = env.Controllers.Disable(profile.Service)
@@ -343,7 +347,7 @@ func (s *Service) plantMystery(ctx context.Context, causeID string) error {
 	if err != nil {
 		return fmt.Errorf("planting %s: %w", causeID, err)
 	}
-	if err := s.createMysteryObjects(ctx, class); err != nil {
+	if err := s.createMysteryObjects(ctx, class, causeID); err != nil {
 		return err
 	}
 	if causeID == CauseNodeGroupClosed {
@@ -357,7 +361,7 @@ func (s *Service) plantMystery(ctx context.Context, causeID string) error {
 	return s.waitFor(ctx, "the symptom of "+causeID, func() (bool, string, error) { return s.mysterySymptom(ctx, causeID) })
 }
 
-func (s *Service) createMysteryObjects(ctx context.Context, class *string) error {
+func (s *Service) createMysteryObjects(ctx context.Context, class *string, causeID string) error {
 	cs := s.cfg.Env.Client
 	labels := map[string]string{"app": MysteryService}
 	d := &appsv1.Deployment{
@@ -376,10 +380,11 @@ func (s *Service) createMysteryObjects(ctx context.Context, class *string) error
 	if _, err := cs.AppsV1().Deployments(format.Namespace).Create(ctx, d, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating Deployment %s: %w", MysteryService, err)
 	}
+	typ, annotations := mysteryShopSpec(causeID) // mystery_lbc.go
 	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: MysteryService, Namespace: format.Namespace, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: MysteryService, Namespace: format.Namespace, Labels: labels, Annotations: annotations},
 		Spec: corev1.ServiceSpec{
-			Type:              corev1.ServiceTypeLoadBalancer,
+			Type:              typ,
 			LoadBalancerClass: class,
 			Selector:          labels,
 			Ports:             []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(80), Protocol: corev1.ProtocolTCP}},
@@ -387,6 +392,9 @@ func (s *Service) createMysteryObjects(ctx context.Context, class *string) error
 	}
 	if _, err := cs.CoreV1().Services(format.Namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating Service %s: %w", MysteryService, err)
+	}
+	if typ != corev1.ServiceTypeLoadBalancer {
+		return s.makeShopLoadBalancer(ctx)
 	}
 	return nil
 }
@@ -406,6 +414,9 @@ func (s *Service) mysterySymptom(ctx context.Context, causeID string) (bool, str
 	}
 	for _, e := range evs.Items {
 		reasons[e.Reason] += e.Message + "\n"
+	}
+	if handled, ok, why := s.lbcSymptom(svc, reasons, causeID); handled { // mystery_lbc.go
+		return ok, why, nil
 	}
 	switch causeID {
 	case CauseIAMDeny:
