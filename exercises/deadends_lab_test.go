@@ -4,6 +4,7 @@ package exercises
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -51,7 +52,11 @@ func (w *world) deadEnd(t *testing.T, id, step, kind string, timeout time.Durati
 				}
 			}
 		}
-		return false, describe(r)
+		var all []string
+		for _, c := range r.Checks {
+			all = append(all, fmt.Sprintf("%s pass=%v: %s", c.Kind, c.Pass, c.Detail))
+		}
+		return false, describe(r) + "\n" + strings.Join(all, "\n")
 	})
 	ja := w.detailJA(t, id, step, kind)
 	if !strings.Contains(ja, wantJA) {
@@ -147,7 +152,7 @@ func TestDeadEndUntaintByHand(t *testing.T) {
 		must(t, err)
 	}
 	must(t, w.manager.Enable(profile.Node))
-	w.deadEnd(t, id, "node-controller-on", "objectChange", 60*time.Second, "リセット", "kubectl-taint", "removed by hand", "Reset the exercise")
+	w.deadEnd(t, id, "node-controller-on", "objectChange", 60*time.Second, "リセット", "removed by hand", "Reset the exercise")
 	w.deadEnd(t, id, "node-controller-on", "nodesInitialized", 30*time.Second, "リセット", "providerID is empty", "already gone", "Reset the exercise")
 
 	// The way out: the reset, then the exercise the right way.

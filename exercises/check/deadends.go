@@ -174,8 +174,8 @@ func (e *evalCtx) retryWait(ctx context.Context, names []string) (i18n.Text, boo
 	if len(ja) == 0 {
 		return i18n.Text{}, false
 	}
-	return join2("同期に失敗した Service: %[1]s。Service controller は失敗した Service を自分で再試行します。待ち時間は 5 秒から始まって失敗のたびに倍になり、最大 300 秒です。次の再試行で入ります。すぐに再試行させるには、Service controller をオフにしてオンに戻します (起動した controller はすべての Service を処理し直します)。",
-		"Services whose sync failed: %[1]s. The Service controller retries a failed Service by itself, after a delay that starts at 5 s and doubles with each failure, up to 300 s: the next retry sets it. To retry at once, switch the Service controller off and on again (a controller that starts processes every Service anew).",
+	return join2("同期に失敗した Service: %[1]s。Service controller は失敗した Service を自分で再試行します。待ち時間は 5 秒から始まって失敗のたびに倍になり、最大 300 秒です。すぐに再試行させるには、Service controller をオフにしてオンに戻します (起動した controller はすべての Service を処理し直します)。",
+		"Services whose sync failed: %[1]s. The Service controller retries a failed Service by itself, after a delay that starts at 5 s and doubles with each failure, up to 300 s. To retry at once, switch the Service controller off and on again (a controller that starts processes every Service anew).",
 		i18n.Text{JA: strings.Join(ja, "、"), EN: strings.Join(en, ", ")}, i18n.Text{}), true
 }
 
