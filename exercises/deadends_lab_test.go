@@ -221,7 +221,7 @@ func TestDeadEndFinalizerByHand(t *testing.T) {
 	must(t, services.Delete(ctx, "fin", metav1.DeleteOptions{}))
 	_, err := services.Patch(ctx, "fin", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{FieldManager: "kubectl-patch"})
 	must(t, err)
-	w.deadEnd(t, id, "terminating", "serviceTerminating", 30*time.Second, "リセット", "is still in the cloud", "Reset the exercise")
+	w.deadEnd(t, id, "terminating", "serviceTerminating", 30*time.Second, "リセット", "while the Service controller was off", "is still in the cloud", "Reset the exercise")
 	// Back on, the controller does not delete it either.
 	must(t, w.manager.Enable(profile.Service))
 	w.deadEnd(t, id, "terminating", "serviceTerminating", 10*time.Second, "リセット", "is still in the cloud")

@@ -86,6 +86,14 @@ func (e *evalCtx) orphanedLB(name string) (i18n.Text, bool) {
 			who = join2("finalizer %[3]s を外したのは %[1]s です (Service controller ではありません)。", "The finalizer %[3]s was removed by %[1]s, not by the Service controller. ",
 				whoWrote(o.Managers), i18n.Text{}, flow.FinalizerLBCleanup)
 		}
+		// The update that removes the last finalizer of an object being
+		// deleted deletes it: the watch shows one deletion, and only the
+		// Service controller removes its finalizer when it is on.
+		if en.Kind == history.KindObject && o.Resource == "services" && o.Namespace == format.Namespace && o.Name == name &&
+			o.Verb == history.VerbDeleted && en.WasOff("service") && who.EN == "" {
+			who = i18n.Textf("Service %[1]s は Service controller がオフの間に消えました。finalizer %[2]s は controller 以外の誰かが外したことになります。",
+				"Service %[1]s went while the Service controller was off, so someone else removed its finalizer %[2]s. ", name, flow.FinalizerLBCleanup)
+		}
 	}
 	return join2("%[1]sService %[3]s はもうありませんが、そのロードバランサー %[4]s はクラウドに残っています。Service controller が見ていない間に消えた Service のロードバランサーは、controller が戻っても誰も消しません。演習をリセットすると、Service の無くなったロードバランサーも削除され、最初からやり直せます。",
 		"%[1]sService %[3]s is gone, but its load balancer %[4]s is still in the cloud: the Service controller does not delete the load balancer of a Service that went while it was not watching, even once it is back. Reset the exercise: it deletes load balancers left without their Service, and you start again.",
