@@ -4,6 +4,7 @@ package exercises
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/ccmlab/ccmlab/exercises/check"
 	"github.com/ccmlab/ccmlab/internal/testutil"
+	"github.com/ccmlab/ccmlab/lab/ccmnames"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 	"github.com/ccmlab/ccmlab/lab/profile"
 )
@@ -179,21 +181,37 @@ func TestExerciseLBCAnnotations(t *testing.T) {
 	w.run(t, id, "external", "create deployment")
 	w.run(t, id, "external", `"external"}}}`)
 	w.waitStep(t, id, "external", 60*time.Second)
-	// The Service controller stepped back: its finalizer and
-	// EnsuringLoadBalancer, but no load balancer of its own.
+	// The webhook gave it the controller's class, so the Service
+	// controller never saw it: no finalizer of its own, no load balancer;
+	// the controller's finalizer is there.
 	ctx := context.Background()
 	svc, err := env.Client.CoreV1().Services("default").Get(ctx, "ann", metav1.GetOptions{})
 	must(t, err)
-	if !slices.Contains(svc.Finalizers, servicehelper.LoadBalancerCleanupFinalizer) {
+	if slices.Contains(svc.Finalizers, servicehelper.LoadBalancerCleanupFinalizer) || !slices.Contains(svc.Finalizers, ccmnames.LBCFinalizer) {
 		t.Errorf("ann's finalizers: %v", svc.Finalizers)
 	}
 	if _, ok := w.cloud.LookupLoadBalancer("a" + strings.ReplaceAll(string(svc.UID), "-", "")[:31]); ok {
-		t.Error("the Service controller made a load balancer for a Service of type external")
+		t.Error("the Service controller made a load balancer for a Service the webhook gave the controller's class")
 	}
 
 	w.run(t, id, "ip-targets", "expose deployment")
 	w.waitStep(t, id, "ip-targets", 60*time.Second)
 	w.expectDone(t, id)
+	// As the step's explanation says: on the aws profile the Pods' IPs are
+	// on no ENI, so the TargetGroupBinding reports it while the targets are
+	// registered (resource_manager.go:214-217).
+	testutil.Eventually(t, 30*time.Second, "a FailedNetworkReconcile event naming the pod ENI", func() (bool, string) {
+		evs, err := env.Client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "reason=FailedNetworkReconcile"})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, ev := range evs.Items {
+			if ev.InvolvedObject.Kind == "TargetGroupBinding" && strings.Contains(ev.Message, "cannot resolve pod ENI") {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d events", len(evs.Items))
+	})
 }
 
 func TestExerciseRateLimits(t *testing.T) {
