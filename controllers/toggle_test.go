@@ -28,8 +28,8 @@ import (
 )
 
 // goroutineCounts returns the process's goroutines and how many of them run
-// code of the CCM: the upstream controllers, our manager and provider, the
-// lbc, and the informers/workqueues/event broadcasters they own. The
+// code of the CCM: the upstream controllers, our manager and provider, and
+// the informers/workqueues/event broadcasters they own. The
 // embedded control plane runs informers too, so that last group is only a
 // trend; the controller frames must return to their baseline exactly.
 func goroutineCounts() (total, controllers int) {
@@ -38,7 +38,6 @@ func goroutineCounts() (total, controllers int) {
 	for g := range bytes.SplitSeq(buf, []byte("\n\n")) {
 		s := string(g)
 		if strings.Contains(s, "k8s.io/cloud-provider/controllers/") ||
-			strings.Contains(s, "ccmlab/controllers/lbc.") ||
 			strings.Contains(s, "ccmlab/controllers.(*Manager)") ||
 			strings.Contains(s, "ccmlab/controllers.(*gate)") {
 			controllers++
