@@ -76,8 +76,6 @@ func (l *lab) noteAbout(service, what string) {
 
 type labOpt func(*Config)
 
-func withAddons(a ...string) labOpt { return func(c *Config) { c.Addons = a } }
-
 // newLab starts a manager for the named profile with the given controllers
 // on (nil = the profile's default).
 func newLab(t testing.TB, profileName string, enabled []string, opts ...labOpt) *lab {
