@@ -394,6 +394,7 @@ func (a *App) build(ctx, gctx context.Context, g *errgroup.Group, cl cluster, l 
 	if err := writeLabEnv(a.cfg.Files, a.dataDir); err != nil {
 		return err
 	}
+	a.cfg.Say(fmt.Sprintf("  terminal: . %s (KUBECONFIG and the AWS CLI for this lab, as the exercises' commands expect)", filepath.Join(a.dataDir, exercises.LabEnvFile)))
 
 	if l.store, err = progress.Open(filepath.Join(a.dataDir, "progress.db")); err != nil {
 		return err
