@@ -113,13 +113,17 @@ cross: ## Cross-compile ccmlab for macOS (arm64, amd64)
 		GOOS=$${t%/*} GOARCH=$${t#*/} $(GO) build -o /dev/null ./cmd/ccmlab || exit 1; \
 	done
 
-# make test builds the arm64 target only: the GOOS-specific code is the same
-# for both macOS targets, and each cross build compiles all of Kubernetes
-# once more (about 10 minutes on 2 cores with empty caches).
+# make test type-checks ccmlab for both macOS targets from source
+# (internal/crosscheck) instead of compiling it: the same files and type
+# errors as the cross build, without compiling all of Kubernetes once more
+# per target (about 1,200 CPU-seconds each on an empty cache, against about
+# 50 for the type-check; CI has 2 cores and 45 minutes). make cross builds.
 .PHONY: cross-test
 cross-test:
-	@echo "go build ./cmd/ccmlab for darwin/arm64"
-	@GOOS=darwin GOARCH=arm64 $(GO) build -o /dev/null ./cmd/ccmlab
+	@$(GO) build -o bin/crosscheck ./internal/crosscheck
+	@for t in $(CROSS_TARGETS); do \
+		./bin/crosscheck -os $${t%/*} -arch $${t#*/} ./cmd/ccmlab || exit 1; \
+	done
 
 .PHONY: test
 test: browser cross-test ## Run every test (integration and browser tests included)
