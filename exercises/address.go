@@ -40,9 +40,11 @@ func CommandOnLab(cmd, addr, dataDir string) string {
 		cmd = strings.ReplaceAll(cmd, defaultAddr+"/", addr+"/")
 	}
 	if dataDir != "" && dataDir != defaultDataDir {
-		dir := filepath.ToSlash(dataDir)
+		// A dir a shell would split is quoted; the files after it are
+		// plain names (aws.env, lab.env, kubeconfig).
+		dir := ShellQuote(filepath.ToSlash(dataDir) + "/")
 		cmd = dataDirRef.ReplaceAllStringFunc(cmd, func(m string) string {
-			return strings.TrimSuffix(m, defaultDataDir+"/") + dir + "/"
+			return strings.TrimSuffix(m, defaultDataDir+"/") + dir
 		})
 	}
 	return cmd
@@ -54,5 +56,14 @@ func (s *Service) shellLine() string {
 	if s.cfg.DataDir == "" {
 		return ""
 	}
-	return ". " + filepath.ToSlash(filepath.Join(s.cfg.DataDir, LabEnvFile))
+	return ". " + ShellQuote(filepath.ToSlash(filepath.Join(s.cfg.DataDir, LabEnvFile)))
+}
+
+// ShellQuote quotes s for a POSIX shell: as it is when it has only
+// characters no shell reads specially, else in single quotes.
+func ShellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+:@,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

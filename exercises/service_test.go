@@ -357,6 +357,7 @@ func TestCommandsNameTheLabsDataDir(t *testing.T) {
 		{"/home/u/.ccmlab", "cat '.ccmlab/aws.env'", "cat '/home/u/.ccmlab/aws.env'"},
 		{"/srv/lab", "kubectl get svc my.ccmlab/x", "kubectl get svc my.ccmlab/x"}, // not a path of its own
 		{"", ". .ccmlab/aws.env; aws ec2 describe-subnets", ". .ccmlab/aws.env; aws ec2 describe-subnets"},
+		{"/home/u/my lab", ". .ccmlab/aws.env; aws ec2 describe-subnets", ". '/home/u/my lab/'aws.env; aws ec2 describe-subnets"},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			if got := CommandOnLab(tc.in, defaultAddr, tc.dir); got != tc.want {
