@@ -346,9 +346,19 @@ func (s *Sim) Go(ctx context.Context, g *errgroup.Group) {
 		if !s.isKubevirt() {
 			Go(ctx, g, "ccm daemonset", s.runCCMObjects) // ccmpod.go
 		}
-		Go(ctx, g, "kube-system add-ons", s.runKubeSystem) // kubesystem.go
-		if s.lbcOn() {
-			Go(ctx, g, "aws-load-balancer-controller", s.runLBCObjects) // lbcpod.go
+		if !s.lbcOn() {
+			Go(ctx, g, "kube-system add-ons", s.runKubeSystem) // kubesystem.go
+		} else {
+			// As a cluster gets them: kubeadm's add-ons, then the
+			// controller's chart (lbcpod.go), whose Service webhook fails
+			// closed: kube-dns created before the controller runs would
+			// be refused.
+			Go(ctx, g, "kube-system add-ons and aws-load-balancer-controller", func(ctx context.Context) error {
+				if err := s.runKubeSystem(ctx); err != nil || ctx.Err() != nil {
+					return err
+				}
+				return s.runLBCObjects(ctx)
+			})
 			Go(ctx, g, "aws-load-balancer-controller switch", s.followLBC)
 		}
 	}
