@@ -554,6 +554,9 @@ func (s *Sim) switchLBC(ctx context.Context, _ string, on bool) error {
 	for {
 		n, changed := s.lbcHooks.running()
 		if on == (n > 0) {
+			// What followLBC reads from the Deployment as well, said now
+			// so that the switch's answer already shows it.
+			s.Manager.SetAddon(controllers.AddonLBC, on)
 			return nil
 		}
 		select {
