@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -56,7 +57,9 @@ func TestEveryExerciseCommandRuns(t *testing.T) {
 			only[id] = true
 		}
 	}
-	dataDir := t.TempDir()
+	// A data dir with a space, as a student's home may have: the commands
+	// name it, so they must quote it.
+	dataDir := filepath.Join(t.TempDir(), "my lab")
 	l := startProcess(t, dataDir, "--addons", "lbc")
 	for _, ex := range all {
 		t.Run(ex.ID, func(t *testing.T) {
