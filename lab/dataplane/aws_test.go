@@ -105,6 +105,7 @@ func TestAWSLoadBalancerRouting(t *testing.T) {
 	noClientRule := awsGroups(cloud.LBKindNetwork)
 	noClientRule[0].Ingress = []cloud.IPPermission{fromGroup(nodeSG)}
 	proxied := func(lb cloud.LoadBalancer) cloud.LoadBalancer { lb.ProxyProtocolPorts = []int32{30080}; return lb }
+	internal := func(lb cloud.LoadBalancer) cloud.LoadBalancer { lb.Scheme = cloud.SchemeInternal; return lb }
 	noPreserve := func(lb cloud.LoadBalancer) cloud.LoadBalancer { lb.PreserveClientIP = false; return lb }
 
 	tests := []struct {
@@ -141,6 +142,8 @@ func TestAWSLoadBalancerRouting(t *testing.T) {
 			status: statusDropped, errKey: tracetext.SGLoadBalancer, errHas: []string{elbSG, "tcp/80", client}},
 		{name: "nodes' group does not admit the NLB's client", policy: local, lb: awsLB(cloud.LBKindNetwork, local), groups: noClientRule,
 			status: statusDropped, errKey: tracetext.SGInstance, errHas: []string{nodeSG, "tcp/30080", client}},
+		{name: "internal NLB: a client on the internet has no path to it", policy: local, lb: internal(awsLB(cloud.LBKindNetwork, local)), groups: awsGroups(cloud.LBKindNetwork),
+			status: statusDropped, errKey: tracetext.InternalFromOutside, errHas: []string{client, "internal"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -291,5 +294,21 @@ func TestSecurityGroupAdmits(t *testing.T) {
 				t.Errorf("admits = %q, %v; want %q, %v", got, ok, tc.want, tc.ok)
 			}
 		})
+	}
+}
+
+// TestInternalLoadBalancerFromInside: an internal load balancer answers a
+// client inside the VPC (a private address), the one kind of client it
+// has a path from.
+func TestInternalLoadBalancerFromInside(t *testing.T) {
+	lb := awsLB(cloud.LBKindNetwork, cluster)
+	lb.Scheme = cloud.SchemeInternal
+	d, delivered := awsWorld(t, cluster, lb, awsGroups(cloud.LBKindNetwork))
+	tr, err := d.Do(t.Context(), Request{Kind: KindLoadBalancer, LB: lb.DNSName, ClientIP: "10.0.0.99"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Status != 200 || len(*delivered) != 1 {
+		t.Fatalf("status %d (%s), %d deliveries; want 200 and 1", tr.Status, tr.Error, len(*delivered))
 	}
 }

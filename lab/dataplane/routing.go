@@ -29,6 +29,12 @@ func (e *env) routeLoadBalancer(tr *Trace, lb *cloud.LoadBalancer, l cloud.Liste
 		tr.Service, tr.ServiceUID = svcKey(svc), string(svc.UID)
 	}
 	front := hostPort(cmp.Or(lb.DNSName, lb.IP, lb.Name), l.Port)
+	if internalOnly(lb) && !insideVPC(tr.ClientIP) {
+		fail := why(tracetext.InternalFromOutside, "lb", lb.Name, "from", tr.ClientIP)
+		tr.hop(Hop{Kind: HopLB, Address: front}.say(fail, i18n.Msg{}))
+		tr.fail(statusDropped, fail)
+		return reached{}
+	}
 	if isAWS(lb) {
 		if fail, ok := e.lbAdmits(lb, l.Port, tr.ClientIP); !ok {
 			tr.hop(Hop{Kind: HopLB, Address: front}.say(fail, i18n.Msg{}))

@@ -32,6 +32,9 @@ const (
 	// are also a target's unhealthy reason.
 	SGLoadBalancer = "fail.sg.lb"   // {lb} {groups} {port} {from}
 	SGInstance     = "fail.sg.node" // {instance} {groups} {port} {from}
+	// InternalFromOutside: an internal load balancer's addresses are
+	// private, so a client outside the VPC has no path to it.
+	InternalFromOutside = "fail.reach.internal-lb" // {lb} {from}
 )
 
 // Hop keys: what happened at a hop of a trace (Hop.DetailKey).
@@ -177,6 +180,9 @@ var catalog = i18n.Catalog{
 	ViaOverlay: {
 		JA: "オーバーレイネットワークを通ってノード {node} へ",
 		EN: "through the overlay network to node {node}"},
+	InternalFromOutside: {
+		JA: "届きません。ロードバランサー {lb} は internal で、DNS 名が指すのは VPC のプライベートアドレスだけです。VPC の外のクライアント {from} からそこへ向かう経路はありません",
+		EN: "unreachable: load balancer {lb} is internal, and its DNS name points only at private addresses in the VPC, which client {from} outside the VPC has no path to"},
 	SGLoadBalancer: {
 		JA: "ロードバランサー {lb} のセキュリティグループ {groups} に、{from} からの tcp/{port} を許可するインバウンドルールがありません",
 		EN: "security groups {groups} of load balancer {lb} have no inbound rule admitting tcp/{port} from {from}"},
