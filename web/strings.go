@@ -231,7 +231,7 @@ var pageTexts = i18n.Catalog{
 	"action.stop.label":      {JA: "{id} を停止", EN: "Stop {id}"},
 	"action.start.label":     {JA: "{id} を開始", EN: "Start {id}"},
 	"action.terminate.label": {JA: "{id} を削除 (terminate)", EN: "Terminate {id}"},
-	"action.terminate.cp":    {JA: "コントロールプレーンのインスタンスです。削除するとラボの API サーバーが止まります", EN: "The control-plane instance: terminating it would stop the lab's API server"},
+	"action.terminate.cp":    {JA: "コントロールプレーンのインスタンスです。削除するとラボの API サーバーが止まるので、終了保護 (DisableApiTermination) が付いています", EN: "The control-plane instance: terminating it would stop the lab's API server, so it has termination protection (DisableApiTermination)"},
 	"action.failed":          {JA: "失敗しました: {msg}", EN: "That failed: {msg}"},
 	"action.offline":         {JA: "ラボにつながっていません", EN: "The lab is not reachable"},
 	"lbs.title":              {JA: "ロードバランサー", EN: "Load balancers"},
