@@ -81,7 +81,6 @@ func TestEveryExerciseCommandRuns(t *testing.T) {
 var skipExercises = map[string]string{
 	"kubevirt-handson": "needs `ccmlab serve --profile kubevirt` (a management cluster); app/kubevirttest plays it",
 	"mystery-pending":  "its cause is drawn at reset and named in the page's challenge panel; TestMysteryPendingEveryCause plays each cause",
-	"lb-owner":         "new, being written; its page actions have no entry in doActions yet",
 }
 
 // doActions stand in for a solution's page actions (SolutionItem.Do), keyed
@@ -162,6 +161,8 @@ var answerLines = map[string]string{
 var mayFail = map[string]struct{ line, why string }{
 	"delete-finalizer/cleanup": {"kubectl get svc fin", "once the Service controller is on again it takes the finalizer off and the Service goes: NotFound is what the step leads to"},
 	"closed-node-group/reopen": {"authorize-security-group-ingress", "the other way to put the rule back: after the annotation the provider may have put it back already (InvalidPermission.Duplicate)"},
+	"lb-owner/scheme":          {"ccmlab curl", "right after the annotation the controller replaces the internal NLB with an internet-facing one under a new name: until the Service shows it, the old internal name times out from outside, as the step teaches"},
+	"lb-owner/move":            {"kubectl patch svc legacy", "the API server refuses the class on an existing Service (may not change once set): the refusal is what the step asks the student to read"},
 }
 
 // readsOnly: the console runs line (console.Parse) and it only reads.
