@@ -54,7 +54,6 @@ const (
 	lbcTLSSecret      = "aws-load-balancer-tls"
 	lbcWebhookConfig  = "aws-load-balancer-webhook"
 	lbcImageRepo      = "ccmlab/aws-load-balancer-controller"
-	lbcVersion        = "v3.6.2"
 	lbcWebhookPort    = 9443
 )
 
@@ -387,7 +386,7 @@ func (s *Sim) lbcObjects(caPEM, certPEM, keyPEM []byte) []lbcObject {
 						PriorityClassName:  "system-cluster-critical",
 						Containers: []v1.Container{{
 							Name:  LBCName,
-							Image: lbcImageRepo + ":" + lbcVersion,
+							Image: lbcImageRepo + ":" + awslbc.ModuleVersion,
 							Args:  s.lbcArgs(),
 							Ports: []v1.ContainerPort{
 								{Name: "webhook-server", ContainerPort: lbcWebhookPort, Protocol: v1.ProtocolTCP},
