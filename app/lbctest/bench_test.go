@@ -15,7 +15,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ccmlab/ccmlab/app/apptest"
 	"github.com/ccmlab/ccmlab/app/sim"
@@ -141,12 +141,10 @@ func idleAnonMB() float64 {
 func scale(b *testing.B, ctx context.Context, lab *apptest.Lab, n int32) {
 	b.Helper()
 	c := lab.Client
-	d, err := c.AppsV1().Deployments(metav1.NamespaceSystem).Get(ctx, sim.LBCName, metav1.GetOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	d.Spec.Replicas = ptr.To(n)
-	if _, err := c.AppsV1().Deployments(metav1.NamespaceSystem).Update(ctx, d, metav1.UpdateOptions{}); err != nil {
+	// A merge patch of the scale, as kubectl scale sends it: no
+	// resourceVersion to conflict with the Deployment controller's writes.
+	patch := fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, n)
+	if _, err := c.AppsV1().Deployments(metav1.NamespaceSystem).Patch(ctx, sim.LBCName, types.MergePatchType, patch, metav1.PatchOptions{}, "scale"); err != nil {
 		b.Fatal(err)
 	}
 	if err := pollUntil(ctx, func() bool {

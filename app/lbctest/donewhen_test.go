@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
@@ -329,13 +330,10 @@ func TestDoneWhen(t *testing.T) {
 		if _, err := c.CoreV1().Services("default").Create(ctx, lbService("probe", nil), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err == nil || !strings.Contains(err.Error(), "mservice.elbv2.k8s.aws") {
 			t.Errorf("a new Service with the controller scaled to 0: %v, want the webhook's failure", err)
 		}
-		// kubectl scale, as an operator would: the switch follows.
-		sc, err := c.AppsV1().Deployments(metav1.NamespaceSystem).GetScale(ctx, sim.LBCName, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc.Spec.Replicas = 1
-		if _, err := c.AppsV1().Deployments(metav1.NamespaceSystem).UpdateScale(ctx, sim.LBCName, sc, metav1.UpdateOptions{}); err != nil {
+		// kubectl scale, as an operator would: the switch follows. kubectl
+		// sends a merge patch to the scale subresource (no resourceVersion),
+		// so the Deployment controller's status writes cannot conflict with it.
+		if _, err := c.AppsV1().Deployments(metav1.NamespaceSystem).Patch(ctx, sim.LBCName, types.MergePatchType, []byte(`{"spec":{"replicas":1}}`), metav1.PatchOptions{}, "scale"); err != nil {
 			t.Fatal(err)
 		}
 		waitFor(t, ctx, "the switch reads on", func() (bool, string) { return lab.Manager.Status()["lbc"], "off" })
