@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/util/retry"
 	cloudprovider "k8s.io/cloud-provider"
 	servicehelper "k8s.io/cloud-provider/service/helpers"
 
@@ -147,9 +148,9 @@ func TestDeadEndUntaintByHand(t *testing.T) {
 		if !kube.HasUninitializedTaint(&n) {
 			continue
 		}
-		n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(tn corev1.Taint) bool { return tn.Key == kube.UninitializedTaint().Key })
-		_, err := env.Client.CoreV1().Nodes().Update(ctx, &n, metav1.UpdateOptions{FieldManager: "kubectl-taint"})
-		must(t, err)
+		updateNode(t, n.Name, func(n *corev1.Node) {
+			n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(tn corev1.Taint) bool { return tn.Key == kube.UninitializedTaint().Key })
+		})
 	}
 	must(t, w.manager.Enable(profile.Node))
 	w.deadEnd(t, id, "node-controller-on", "objectChange", 60*time.Second, "リセット", "removed by hand", "Reset the exercise")
@@ -329,10 +330,9 @@ func TestDeadEndSwitchWhileStranded(t *testing.T) {
 	must(t, w.manager.Disable(profile.Node))
 	cps, err := env.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: check.LabelControlPlane})
 	must(t, err)
-	cp := cps.Items[0]
-	cp.Spec.Taints = append(cp.Spec.Taints, kube.UninitializedTaint())
-	_, err = env.Client.CoreV1().Nodes().Update(ctx, &cp, metav1.UpdateOptions{FieldManager: "kubectl-taint"})
-	must(t, err)
+	updateNode(t, cps.Items[0].Name, func(n *corev1.Node) {
+		n.Spec.Taints = append(n.Spec.Taints, kube.UninitializedTaint())
+	})
 	ds, err := check.CCMDaemonSet(ctx, env.Client)
 	must(t, err)
 	_, err = env.Client.AppsV1().DaemonSets("kube-system").Patch(ctx, ds.Name, types.MergePatchType,
@@ -396,4 +396,20 @@ func TestDeadEndRetryWait(t *testing.T) {
 	must(t, w.manager.Enable(profile.Service))
 	w.waitStep(t, id, "lift", 60*time.Second)
 	w.expectDone(t, id)
+}
+
+// updateNode changes a Node as kubectl taint does, again on a conflict:
+// the kubelet and the controllers write the same object.
+func updateNode(t *testing.T, name string, change func(*corev1.Node)) {
+	t.Helper()
+	ctx := context.Background()
+	must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := env.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		change(n)
+		_, err = env.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{FieldManager: "kubectl-taint"})
+		return err
+	}))
 }
