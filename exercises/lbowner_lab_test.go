@@ -12,12 +12,9 @@ import (
 
 	"github.com/ccmlab/ccmlab/exercises/console"
 	"github.com/ccmlab/ccmlab/internal/testutil"
+	"github.com/ccmlab/ccmlab/lab/ccmnames"
 	"github.com/ccmlab/ccmlab/lab/cloud"
 )
-
-// lbcDeployment is the AWS Load Balancer Controller's Deployment as its
-// chart names it (app/sim's LBCName).
-const lbcDeployment = "aws-load-balancer-controller"
 
 // needRealLBC waits for the world's AWS Load Balancer Controller (the lbc
 // add-on, always the real controller's Deployment since issue 40 item 3)
@@ -31,7 +28,7 @@ func needRealLBC(t *testing.T) {
 		if _, err := env.Client.CoreV1().Services(metav1.NamespaceSystem).Get(ctx, "kube-dns", metav1.GetOptions{}); err != nil {
 			return false, err.Error()
 		}
-		d, err := env.Client.AppsV1().Deployments(metav1.NamespaceSystem).Get(ctx, lbcDeployment, metav1.GetOptions{})
+		d, err := env.Client.AppsV1().Deployments(metav1.NamespaceSystem).Get(ctx, ccmnames.LBCName, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}

@@ -30,10 +30,6 @@ const (
 	CauseInternalByDefault = "internal-by-default"
 )
 
-// lbcDeploymentName is the controller's Deployment in kube-system, as its
-// chart names it (app/sim's LBCName).
-const lbcDeploymentName = "aws-load-balancer-controller"
-
 // lbcCauses are appended to causes().
 func lbcCauses() []cause {
 	return []cause{
@@ -63,7 +59,7 @@ func lbcNudges() map[string]i18n.Text {
 // realLBC: the lbc add-on is the AWS Load Balancer Controller's
 // Deployment, with its webhook.
 func realLBC(ctx context.Context, s *Service) bool {
-	_, err := s.cfg.Env.Client.AppsV1().Deployments(metav1.NamespaceSystem).Get(ctx, lbcDeploymentName, metav1.GetOptions{})
+	_, err := s.cfg.Env.Client.AppsV1().Deployments(metav1.NamespaceSystem).Get(ctx, ccmnames.LBCName, metav1.GetOptions{})
 	return err == nil
 }
 
@@ -81,7 +77,7 @@ func (s *Service) plantLBCCause(ctx context.Context, causeID string) (planted bo
 		return true, nil, nil
 	case CauseInternalByDefault:
 		if !realLBC(ctx, s) {
-			return true, nil, fmt.Errorf("%s needs the AWS Load Balancer Controller (--addons lbc): no Deployment %s/%s", causeID, metav1.NamespaceSystem, lbcDeploymentName)
+			return true, nil, fmt.Errorf("%s needs the AWS Load Balancer Controller (--addons lbc): no Deployment %s/%s", causeID, metav1.NamespaceSystem, ccmnames.LBCName)
 		}
 		class := ccmnames.LBCClass
 		if _, ok := s.cfg.Env.Controllers.Status()[ccmnames.AddonLBC]; ok {

@@ -26,22 +26,7 @@ func TestFieldManagers(t *testing.T) {
 		find func(ctx context.Context) ([]string, error)
 	}{
 		{"a Node's podCIDRs", "kube-controller-manager", func(ctx context.Context) ([]string, error) {
-			nodes, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-			if err != nil {
-				return nil, err
-			}
-			var managers []string
-			for _, n := range nodes.Items {
-				for _, f := range n.ManagedFields {
-					if f.FieldsV1 != nil && strings.Contains(f.FieldsV1.GetRawString(), `"f:podCIDRs"`) {
-						managers = append(managers, f.Manager)
-					}
-				}
-			}
-			if len(managers) == 0 {
-				return nil, fmt.Errorf("no Node has podCIDRs yet (%d nodes)", len(nodes.Items))
-			}
-			return managers, nil
+			return nodeFieldManagers(ctx, "podCIDRs")
 		}},
 		{"the scheduler's Scheduled events", "kube-scheduler", func(ctx context.Context) ([]string, error) {
 			events, err := c.EventsV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "reason=Scheduled"})
@@ -97,22 +82,7 @@ func TestFieldManagers(t *testing.T) {
 			return managers, nil
 		}},
 		{"the CCM's providerID, written by the upstream provider's binary", "aws-cloud-controller-manager", func(ctx context.Context) ([]string, error) {
-			nodes, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-			if err != nil {
-				return nil, err
-			}
-			var managers []string
-			for _, n := range nodes.Items {
-				for _, f := range n.ManagedFields {
-					if f.FieldsV1 != nil && strings.Contains(f.FieldsV1.GetRawString(), `"f:providerID"`) {
-						managers = append(managers, f.Manager)
-					}
-				}
-			}
-			if len(managers) == 0 {
-				return nil, fmt.Errorf("no Node has a providerID yet (%d nodes)", len(nodes.Items))
-			}
-			return managers, nil
+			return nodeFieldManagers(ctx, "providerID")
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -137,4 +107,25 @@ func managersOf(fields []metav1.ManagedFieldsEntry) []string {
 		out = append(out, f.Manager)
 	}
 	return out
+}
+
+// nodeFieldManagers returns the managers of the writes that set a field
+// of a Node's spec, or an error while no Node has it yet.
+func nodeFieldManagers(ctx context.Context, field string) ([]string, error) {
+	nodes, err := env.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var managers []string
+	for _, n := range nodes.Items {
+		for _, f := range n.ManagedFields {
+			if f.FieldsV1 != nil && strings.Contains(f.FieldsV1.GetRawString(), `"f:`+field+`"`) {
+				managers = append(managers, f.Manager)
+			}
+		}
+	}
+	if len(managers) == 0 {
+		return nil, fmt.Errorf("no Node has %s yet (%d nodes)", field, len(nodes.Items))
+	}
+	return managers, nil
 }

@@ -34,6 +34,7 @@ import (
 
 	"github.com/ccmlab/ccmlab/controllers"
 	"github.com/ccmlab/ccmlab/controllers/awslbc"
+	"github.com/ccmlab/ccmlab/lab/ccmnames"
 	"github.com/ccmlab/ccmlab/lab/kubelet"
 )
 
@@ -46,9 +47,8 @@ import (
 
 const (
 	// LBCName is the Deployment, ServiceAccount and leader-election name
-	// prefix, as the chart names them for a release called
-	// aws-load-balancer-controller.
-	LBCName = "aws-load-balancer-controller"
+	// prefix.
+	LBCName = ccmnames.LBCName
 	// LBCWebhookService is the chart's webhook Service.
 	LBCWebhookService = "aws-load-balancer-webhook-service"
 	lbcTLSSecret      = "aws-load-balancer-tls"

@@ -38,6 +38,10 @@ const AddonLBC = "lbc"
 // The lbc add-on, the AWS Load Balancer Controller v3.6.2
 // (sigs.k8s.io/aws-load-balancer-controller/v3; docs/aws.md).
 const (
+	// LBCName names its Deployment (in kube-system), ServiceAccount and
+	// leader-election Lease prefix, as its Helm chart does for a release
+	// called aws-load-balancer-controller.
+	LBCName = "aws-load-balancer-controller"
 	// LBCCaller is how its cloud calls are logged.
 	LBCCaller = "load-balancer-controller"
 	// LBCClass selects the Services it owns (its --load-balancer-class

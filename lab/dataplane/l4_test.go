@@ -106,3 +106,27 @@ func TestInternalLoadBalancerHasNoListener(t *testing.T) {
 		})
 	}
 }
+
+// TestInsideVPC: an internal load balancer admits clients of the lab's
+// VPC (its nodes, a Pod CIDR its route table sends to a node, a Pod of the
+// cluster) and no one else, a private address of another network included.
+func TestInsideVPC(t *testing.T) {
+	d, _ := awsWorld(t, cluster, awsLB(cloud.LBKindNetwork, cluster), awsGroups(cloud.LBKindNetwork))
+	e := d.env()
+	for _, tc := range []struct {
+		client string
+		inside bool
+	}{
+		{ipA, true},            // a node, in the VPC's CIDR
+		{podAIP, true},         // a Pod, by the route to its node
+		{"10.244.2.200", true}, // a Pod CIDR the route table sends to node C
+		{"10.244.9.9", false},  // no route, no Pod: nowhere in the VPC
+		{"192.168.1.5", false}, // private, but another network's
+		{client, false},        // the internet
+		{"not-an-address", false},
+	} {
+		if got := e.insideVPC(tc.client); got != tc.inside {
+			t.Errorf("insideVPC(%q) = %t, want %t", tc.client, got, tc.inside)
+		}
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -243,14 +242,6 @@ func failureAnswer(tr Trace) answer {
 // VPC.
 func internalOnly(lb *cloud.LoadBalancer) bool { return lb.Scheme == cloud.SchemeInternal }
 
-// insideVPC says whether a request's client stands where an internal load
-// balancer's private addresses are routed: a private (RFC 1918) address,
-// as the lab's VPC, nodes and Pods have. The request panel's default
-// client, 203.0.113.10, is on the internet.
-func insideVPC(client string) bool {
-	a, err := netip.ParseAddr(client)
-	return err == nil && a.IsPrivate()
-}
 
 // layer4 reports whether listener k only carries a connection: an NLB's
 // (TCP, TLS) or a Classic ELB's TCP or SSL listener. Such a load balancer

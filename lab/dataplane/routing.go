@@ -29,7 +29,7 @@ func (e *env) routeLoadBalancer(tr *Trace, lb *cloud.LoadBalancer, l cloud.Liste
 		tr.Service, tr.ServiceUID = svcKey(svc), string(svc.UID)
 	}
 	front := hostPort(cmp.Or(lb.DNSName, lb.IP, lb.Name), l.Port)
-	if internalOnly(lb) && !insideVPC(tr.ClientIP) {
+	if internalOnly(lb) && !e.insideVPC(tr.ClientIP) {
 		fail := why(tracetext.InternalFromOutside, "lb", lb.Name, "from", tr.ClientIP)
 		tr.hop(Hop{Kind: HopLB, Address: front}.say(fail, i18n.Msg{}))
 		tr.fail(statusDropped, fail)
@@ -270,4 +270,24 @@ func (e *env) reach(from *v1.Node, ip string, to *v1.Node) (via, fail i18n.Msg, 
 		return why(tracetext.ViaOverlay, "node", nodeName(to)), i18n.Msg{}, true
 	}
 	return no(tracetext.NoRoute, "ip", ip, "node", nodeName(to))
+}
+
+// insideVPC says whether a request's client stands where an internal load
+// balancer's private addresses are routed: an address of the VPC (nodes,
+// ENIs, vpc-cni's Pods), a Pod CIDR the VPC's route table sends to a node,
+// or a Pod of the cluster (an overlay's Pod leaves through its node, a VPC
+// address). Any other address, private or not, is outside: an internal
+// scheme's addresses are reachable only from the VPC and networks joined
+// to it, and the lab joins none. The request panel's default client,
+// 203.0.113.10, is on the internet. A view without a VPC (the kubevirt
+// profile's) falls back to any private address.
+func (e *env) insideVPC(client string) bool {
+	a, err := netip.ParseAddr(client)
+	if err != nil {
+		return false
+	}
+	if !e.cloud.vpc.IsValid() {
+		return a.IsPrivate()
+	}
+	return e.cloud.vpc.Contains(a) || e.cloud.routeFor(a) != nil || e.cluster.podByIP(client) != nil
 }
