@@ -242,7 +242,6 @@ func failureAnswer(tr Trace) answer {
 // VPC.
 func internalOnly(lb *cloud.LoadBalancer) bool { return lb.Scheme == cloud.SchemeInternal }
 
-
 // layer4 reports whether listener k only carries a connection: an NLB's
 // (TCP, TLS) or a Classic ELB's TCP or SSL listener. Such a load balancer
 // never writes an HTTP answer of its own; only a Classic ELB's HTTP and

@@ -89,6 +89,10 @@ func TestExercisePendingThroughThePage(t *testing.T) {
 	if st := stepStatus(t, b, "service-off"); st != "current" {
 		t.Fatalf("after reset the first step is %s, want current", st)
 	}
+	// A reset that went through says what it did as a note, not a warning.
+	if shown, kind := eval[bool](t, b, `!`+q("ex-unavailable")+`.hidden`), eval[string](t, b, q("ex-unavailable")+`.dataset.kind || ""`); shown && kind != "note" {
+		t.Errorf("after a reset that went through, the box shows %q as kind %q, want a note", eval[string](t, b, q("ex-unavailable")+`.textContent`), kind)
+	}
 
 	// Doing nothing must not pass: the first check fails and says why.
 	checkNow(t, b)

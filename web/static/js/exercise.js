@@ -358,6 +358,10 @@ export function initExercises({ api, fillConsole, onChallenge }) {
     if (d.reset && d.reset.state === "done" && d.reset.note) why.push(d.reset.note);
     setText(el.unavailable, why.join(" "));
     show(el.unavailable, why.length > 0);
+    // A reset that went through with a note (what it undid or turned off)
+    // is news, not trouble: it is not drawn as a warning.
+    const onlyNote = d.available && !(d.reset && d.reset.state !== "done");
+    setAttr(el.unavailable, "data-kind", why.length && onlyNote ? "note" : null);
     const offer = !d.available && d.restart;
     show(restartButton, !!offer);
     if (offer) {
