@@ -2,6 +2,7 @@ package podlog
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -113,5 +114,25 @@ func TestFollowEndsWithContext(t *testing.T) {
 	case <-done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the follower did not end with its context")
+	}
+}
+
+// BenchmarkAppendFull: a line appended to a full buffer (the steady state
+// of a busy component's log), at 64 KiB and at 1 MiB. The cost per line
+// must not grow with the buffer.
+func BenchmarkAppendFull(b *testing.B) {
+	line := strings.Repeat("x", 120)
+	for _, limit := range []int{64 << 10, 1 << 20} {
+		b.Run(fmt.Sprintf("limit=%dKiB", limit>>10), func(b *testing.B) {
+			s := New(limit, 1)
+			now := time.Now()
+			for range 2 * limit / len(line) {
+				s.Append("k", now, line)
+			}
+			b.ResetTimer()
+			for range b.N {
+				s.Append("k", now, line)
+			}
+		})
 	}
 }

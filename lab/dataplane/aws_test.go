@@ -289,8 +289,8 @@ func TestSecurityGroupAdmits(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := s.admits(tc.groups, tc.port, tc.src, tc.srcGroups)
-			if got != tc.want || ok != tc.ok {
+			rule, ok := s.admits(tc.groups, tc.port, tc.src, tc.srcGroups)
+			if got := rule.String(); got != tc.want || ok != tc.ok {
 				t.Errorf("admits = %q, %v; want %q, %v", got, ok, tc.want, tc.ok)
 			}
 		})

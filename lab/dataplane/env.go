@@ -33,15 +33,19 @@ type roundMemo struct {
 	// nodes and nodeReady answer per instance and per node once a round:
 	// at 1,000 load balancers x 1,000 nodes a round asks a million times.
 	nodes     map[string]*v1.Node // instance ID -> its Node (nil: none)
-	nodeReady map[string]bool     // node name -> Ready
+	nodeReady map[*v1.Node]bool   // keyed by the lister's object: cheaper to hash than a name
+	// tcpNodePort: the Service with a TCP NodePort on a port (nil: none),
+	// the same for every target checked on it in a round.
+	tcpNodePort map[int32]*v1.Service
 }
 
 func newRoundMemo() *roundMemo {
 	return &roundMemo{
-		local:     map[string]map[string]int{},
-		ready:     map[string]map[string]bool{},
-		nodes:     map[string]*v1.Node{},
-		nodeReady: map[string]bool{},
+		local:       map[string]map[string]int{},
+		ready:       map[string]map[string]bool{},
+		nodes:       map[string]*v1.Node{},
+		nodeReady:   map[*v1.Node]bool{},
+		tcpNodePort: map[int32]*v1.Service{},
 	}
 }
 
@@ -85,12 +89,27 @@ func (e *env) nodeReady(n *v1.Node) bool {
 	if e.memo == nil {
 		return kube.NodeReady(n)
 	}
-	r, ok := e.memo.nodeReady[n.Name]
+	r, ok := e.memo.nodeReady[n]
 	if !ok {
 		r = kube.NodeReady(n)
-		e.memo.nodeReady[n.Name] = r
+		e.memo.nodeReady[n] = r
 	}
 	return r
+}
+
+// tcpNodePortService is the Service with a TCP NodePort on port, once per
+// port and health round.
+func (e *env) tcpNodePortService(port int32) *v1.Service {
+	if e.memo == nil {
+		s, _ := e.cluster.serviceByNodePort(port, v1.ProtocolTCP)
+		return s
+	}
+	s, ok := e.memo.tcpNodePort[port]
+	if !ok {
+		s, _ = e.cluster.serviceByNodePort(port, v1.ProtocolTCP)
+		e.memo.tcpNodePort[port] = s
+	}
+	return s
 }
 
 // nodeIP is the node's InternalIP, or its instance's private IP while the

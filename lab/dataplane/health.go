@@ -174,7 +174,7 @@ func (e *env) targetHealth(lb *cloud.LoadBalancer, svc *v1.Service, t cloud.Targ
 		}
 		return failed(codeCodeMismatch, reasonNoLocalEndpoints), true
 	}
-	if s, _ := e.cluster.serviceByNodePort(port, v1.ProtocolTCP); s == nil {
+	if e.tcpNodePortService(port) == nil {
 		// Nothing listens on TCP there: the node answers a reset. A UDP
 		// NodePort is no TCP listener, and NLBs check UDP target groups
 		// over TCP or HTTP, never over UDP.
