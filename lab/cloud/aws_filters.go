@@ -47,6 +47,12 @@ func matchFilters(filters []Filter, known []string, fields map[string][]string, 
 // It runs in O(len(pattern)*len(s)) whatever the pattern, so a student's
 // filter of many stars costs no more than a plain one.
 func wildcardMatch(pattern, s string) bool {
+	if !strings.ContainsAny(pattern, `*?\`) {
+		// The usual filter (an instance ID, a tag's value): no table to
+		// build. The provider's DescribeInstances filters every instance
+		// of a 1,000-node cluster this way.
+		return pattern == s
+	}
 	type tok struct {
 		r    rune
 		kind byte // 'c' a literal, '*' or '?'

@@ -94,7 +94,7 @@ func (o *Observer) awsCallLBsLocked(c cloud.Call) []string {
 	var out []string
 	for _, r := range c.Resources {
 		lb := ""
-		if _, ok := o.lbOwner[r]; ok {
+		if o.lbOwner.has(r) {
 			// A load balancer's own name, even one whose creation failed.
 			lb = r
 		} else {

@@ -131,8 +131,12 @@ type Observer struct {
 	recent    []EventView             // newest last
 	lbCalls   map[string][]cloud.Call // LB name -> calls
 	nodeCalls map[string][]cloud.Call // node name or instance ID -> DescribeInstances calls
-	lbOwner   map[string]string       // LB name -> service key
-	traces    map[string]TraceInfo    // service key -> last trace
+	lbOwner   lbOwners                // LB name <-> service key
+	// eligible caches eligibleNodesLocked between node changes (-1: to
+	// count): every Service's recompute asks, and at 1,000 nodes a node's
+	// update recomputes each waiting Service.
+	eligible  int
+	traces    map[string]TraceInfo // service key -> last trace
 	svcFlows  map[string]ServiceFlow
 	nodeFlows map[string]NodeFlow
 	firstSeen map[string]map[int]time.Time // flow key -> step -> when first seen done
@@ -158,7 +162,8 @@ func New(cfg Config) (*Observer, error) {
 		objEvents: map[string][]EventView{},
 		lbCalls:   map[string][]cloud.Call{},
 		nodeCalls: map[string][]cloud.Call{},
-		lbOwner:   map[string]string{},
+		lbOwner:   newLBOwners(),
+		eligible:  -1,
 		traces:    map[string]TraceInfo{},
 		svcFlows:  map[string]ServiceFlow{},
 		nodeFlows: map[string]NodeFlow{},
@@ -230,7 +235,7 @@ func (o *Observer) ObserveTrace(t TraceInfo) {
 	defer o.mu.Unlock()
 	key := t.Service
 	if key == "" {
-		key = o.lbOwner[t.LB]
+		key = o.lbOwner.get(t.LB)
 	}
 	if key == "" {
 		return
@@ -320,6 +325,7 @@ func (o *Observer) onNode(obj any) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.nodes[v.Name] = v
+	o.eligible = -1
 	o.emit(Change{Type: KindNode, Op: OpUpsert, Key: v.Name, Data: v})
 	o.recomputeNodeLocked(v.Name)
 	// Eligible nodes changed for Services waiting on targets.
@@ -334,6 +340,7 @@ func (o *Observer) onNodeDelete(obj any) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	delete(o.nodes, n.Name)
+	o.eligible = -1
 	o.emit(Change{Type: KindNode, Op: OpDelete, Key: n.Name})
 	o.recomputeNodeLocked(n.Name)
 }
@@ -383,9 +390,9 @@ func (o *Observer) onService(obj any) {
 	if !had || old.UID != v.UID {
 		// A new Service under a used name: a load balancer of the
 		// earlier one (its deletion may still be running) is not its.
-		for name, owner := range o.lbOwner {
-			if owner == key && o.staleLBLocked(name, key) {
-				delete(o.lbOwner, name)
+		for _, name := range o.lbOwner.of(key) {
+			if o.staleLBLocked(name, key) {
+				o.lbOwner.del(name)
 			}
 		}
 	}
@@ -395,7 +402,7 @@ func (o *Observer) onService(obj any) {
 		// whose NLB is found by its service.k8s.aws/stack tag when it
 		// appears.
 		if !ccmnames.LBCExternal(s.Annotations) {
-			o.lbOwner[cloudprovider.DefaultLoadBalancerName(s)] = key
+			o.lbOwner.set(cloudprovider.DefaultLoadBalancerName(s), key)
 		}
 	}
 	o.emit(Change{Type: KindService, Op: OpUpsert, Key: key, Data: v})
@@ -414,10 +421,8 @@ func (o *Observer) onServiceDelete(obj any) {
 	delete(o.traces, key)
 	// A Service created again under the same name has a new UID and so a
 	// new load balancer: forget the old one's name.
-	for name, owner := range o.lbOwner {
-		if owner == key {
-			delete(o.lbOwner, name)
-		}
+	for _, name := range o.lbOwner.of(key) {
+		o.lbOwner.del(name)
 	}
 	o.emit(Change{Type: KindService, Op: OpDelete, Key: key})
 	o.recomputeServiceLocked(key)
@@ -536,7 +541,7 @@ func (o *Observer) onCloudEvent(e cloud.Event, gap bool) {
 		if lb, ok := o.cfg.Cloud.LookupLoadBalancer(e.ID); ok {
 			o.ownLocked(lb)
 		}
-		if key := o.lbOwner[e.ID]; key != "" {
+		if key := o.lbOwner.get(e.ID); key != "" {
 			o.recomputeServiceLocked(key)
 		}
 	case cloud.EventELB:
@@ -545,7 +550,7 @@ func (o *Observer) onCloudEvent(e cloud.Event, gap bool) {
 		lb, svc := o.cfg.Cloud.AWSResourceOwner(e.ID)
 		if lb != "" {
 			o.ownAWSLocked(lb)
-			svc = cmp.Or(o.lbOwner[lb], svc)
+			svc = cmp.Or(o.lbOwner.get(lb), svc)
 		}
 		if svc != "" {
 			o.recomputeServiceLocked(svc)
@@ -561,7 +566,7 @@ func (o *Observer) onCloudEvent(e cloud.Event, gap bool) {
 // how LBs created by the add-on (with their own names) are found.
 func (o *Observer) ownLocked(lb cloud.LoadBalancer) {
 	if svc := cloud.TaggedService(lb.Tags); svc != "" && !o.staleLBLocked(lb.Name, svc) {
-		o.lbOwner[lb.Name] = svc
+		o.lbOwner.set(lb.Name, svc)
 	}
 }
 
@@ -590,7 +595,7 @@ var ccmLBName = regexp.MustCompile(`^a[0-9a-f]{31}$`)
 func (o *Observer) ownAWSLocked(name string) {
 	if lb, ok := o.cfg.Cloud.LookupLoadBalancer(name); ok {
 		if svc := cloud.TaggedService(lb.Tags); svc != "" && !o.staleLBLocked(name, svc) {
-			o.lbOwner[name] = svc
+			o.lbOwner.set(name, svc)
 		}
 	}
 }
@@ -629,7 +634,7 @@ func (o *Observer) recordCallLocked(c cloud.Call) []recomputeKey {
 		for _, name := range o.awsCallLBsLocked(c) {
 			put(o.lbCalls, name)
 			o.ownAWSLocked(name)
-			if svc := o.lbOwner[name]; svc != "" {
+			if svc := o.lbOwner.get(name); svc != "" {
 				keys = append(keys, recomputeKey{service: svc})
 			}
 		}
@@ -644,7 +649,7 @@ func (o *Observer) recordCallLocked(c cloud.Call) []recomputeKey {
 			if lb, ok := o.cfg.Cloud.LookupLoadBalancer(name); ok {
 				o.ownLocked(lb)
 			}
-			if svc := o.lbOwner[name]; svc != "" {
+			if svc := o.lbOwner.get(name); svc != "" {
 				keys = append(keys, recomputeKey{service: svc})
 			}
 		}
@@ -700,22 +705,21 @@ func (o *Observer) recomputeServicesBeforeLocked(step int) {
 }
 
 func (o *Observer) eligibleNodesLocked() int {
+	if o.eligible >= 0 {
+		return o.eligible
+	}
 	n := 0
 	for _, v := range o.nodes {
 		if v.InLBNodeSet() {
 			n++
 		}
 	}
+	o.eligible = n
 	return n
 }
 
 func (o *Observer) lbNameLocked(key string) string {
-	var names []string
-	for name, owner := range o.lbOwner {
-		if owner == key {
-			names = append(names, name)
-		}
-	}
+	names := o.lbOwner.of(key)
 	switch len(names) {
 	case 0:
 		return ""

@@ -70,7 +70,7 @@ func TestAWSCallsFiledUnderTheirLoadBalancer(t *testing.T) {
 	for key, lb := range map[string]string{"default/plain": "aplain", "default/web-nlb": "anlb"} {
 		ns, name, _ := strings.Cut(key, "/")
 		o.services[key] = ServiceView{Namespace: ns, Name: name, Type: "LoadBalancer"}
-		o.lbOwner[lb] = key
+		o.lbOwner.set(lb, key)
 	}
 	net := c.AWSNetworkInfo()
 	must := func(err error) {
