@@ -3,8 +3,8 @@
 const conn = document.getElementById("conn");
 
 // The class table is rendered by the portal (dashboard.templ), on the first
-// load and again on every change: this script only swaps it in, keeping
-// the students picked, one fetch at a time.
+// load and again on every change: this script only brings the changes in,
+// one fetch at a time.
 let fetching = false;
 let again = false;
 async function refreshTable() {
@@ -21,15 +21,42 @@ async function refreshTable() {
       const doc = new DOMParser().parseFromString(await res.text(), "text/html");
       const fresh = doc.getElementById("class");
       if (!fresh) continue;
-      const picked = new Set(selected());
-      for (const c of fresh.querySelectorAll(".pick")) c.checked = picked.has(c.value);
-      document.getElementById("class").replaceWith(document.adoptNode(fresh));
+      patchTable(document.getElementById("class"), fresh);
     } while (again);
   } catch (e) {
     conn.textContent = "reconnecting… (" + e.message + ")";
   } finally {
     fetching = false;
   }
+}
+
+// patchTable brings the fresh table's changes into the one on the page,
+// cell by cell, and keeps every element that did not change: the students'
+// checkboxes above all. Swapping the whole table lost the instructor's
+// click when an update landed between the press and the release (the
+// pressed checkbox left the document, so the browser sent no click), and
+// the class changes every few seconds while a class works.
+function patchTable(cur, fresh) {
+  const same = (a, b) => a.outerHTML === b.outerHTML;
+  if (!same(cur.tHead, fresh.tHead)) cur.tHead.replaceWith(document.adoptNode(fresh.tHead));
+  const body = cur.tBodies[0];
+  const old = new Map([...body.rows].map((r) => [r.dataset.student, r]));
+  const rows = [...fresh.tBodies[0].rows].map((fr) => {
+    const r = old.get(fr.dataset.student);
+    if (!r) return document.adoptNode(fr);
+    // The first cell holds the checkbox and never changes with the class.
+    const have = [...r.cells].slice(1);
+    const want = [...fr.cells].slice(1);
+    want.forEach((c, i) => {
+      if (!have[i]) r.append(document.adoptNode(c));
+      else if (!same(have[i], c)) have[i].replaceWith(document.adoptNode(c));
+    });
+    for (const extra of have.slice(want.length)) extra.remove();
+    return r;
+  });
+  // Rows move only when the class's order changed: a moved row leaves the
+  // document for a moment.
+  if (rows.length !== body.rows.length || rows.some((r, i) => body.rows[i] !== r)) body.replaceChildren(...rows);
 }
 
 function render(cls) {

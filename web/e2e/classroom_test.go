@@ -159,6 +159,10 @@ func TestClassroomDashboard(t *testing.T) {
 		t.Errorf("%d of the challenge's causes show no label", unlabeled)
 	}
 
+	// A live update keeps the checkboxes themselves: an instructor's click
+	// lands on the element pressed even when the class changes under it.
+	eval[bool](t, b, q("pick-alice")+".__kept = true")
+
 	alice := p.students["alice"]
 	p.call(t, "POST", "/s/alice/api/cloud/instances", alice, nil)
 	testutil.Eventually(t, 2*time.Minute, "node-init's first step passes in alice's lab", func() (bool, string) {
@@ -172,6 +176,9 @@ func TestClassroomDashboard(t *testing.T) {
 	})
 	b.waitFor(t, "alice's first step passed, live", q("cell-alice-node-init")+".dataset.passed >= 1 && "+
 		q("cell-alice-node-init")+".querySelector('.step.passed')", 5*time.Second)
+	if !eval[bool](t, b, q("pick-alice")+".__kept === true") {
+		t.Error("a live update replaced alice's checkbox: a click pressed during it is lost")
+	}
 	if got := eval[string](t, b, q("cell-bob-node-init")+".dataset.passed"); got != "0" {
 		t.Errorf("bob's cell shows %s steps passed", got)
 	}
