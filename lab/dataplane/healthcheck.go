@@ -42,9 +42,22 @@ const (
 	maxHTTPProbes = 32
 )
 
-type hcKey struct {
-	lb, id string
-	port   int32
+// tgtKey is a target of one load balancer: an instance or an IP, and its
+// port.
+type tgtKey struct {
+	id   string
+	port int32
+}
+
+// lbChecks is one load balancer's targets' histories. They are kept per
+// load balancer, not in one map of every target: a round then hashes a
+// target's short key, and a load balancer whose targets were all seen is
+// swept without walking them (a round of 1,000 load balancers x 1,000
+// nodes walked a million entries twice).
+type lbChecks struct {
+	targets map[tgtKey]*hcState
+	round   uint64 // the last round that saw the load balancer
+	seen    int    // how many of targets that round saw
 }
 
 // hcState is one target's health-check history.
@@ -66,13 +79,35 @@ type hcParams struct {
 
 type healthChecker struct {
 	mu    sync.Mutex
-	st    map[hcKey]*hcState
+	lbs   map[string]*lbChecks // by load balancer name
 	round uint64
 	sem   chan struct{}
 }
 
 func newHealthChecker() *healthChecker {
-	return &healthChecker{st: map[hcKey]*hcState{}, sem: make(chan struct{}, maxHTTPProbes)}
+	return &healthChecker{lbs: map[string]*lbChecks{}, sem: make(chan struct{}, maxHTTPProbes)}
+}
+
+// state is the history of one target of a load balancer, nil if none.
+func (h *healthChecker) state(lb string, k tgtKey) *hcState {
+	if c := h.lbs[lb]; c != nil {
+		return c.targets[k]
+	}
+	return nil
+}
+
+// sweep forgets the targets of c that round did not see: deregistered, or
+// all of them when the load balancer is gone. A check in flight keeps its
+// target: its result still lands in the state.
+func (c *lbChecks) sweep(round uint64) {
+	if c.round == round && c.seen == len(c.targets) {
+		return
+	}
+	for k, st := range c.targets {
+		if st.seen != round && !st.inflight {
+			delete(c.targets, k)
+		}
+	}
 }
 
 func (d *Dataplane) params(lb *cloud.LoadBalancer) hcParams {
@@ -154,11 +189,20 @@ func (d *Dataplane) healthRound(cv *cloudView, now time.Time) []healthChange {
 		var svc *v1.Service
 		svcLooked := false
 		p := d.params(lb)
+		c := h.lbs[lb.Name]
+		if c == nil {
+			c = &lbChecks{targets: make(map[tgtKey]*hcState, len(lb.Targets))}
+			h.lbs[lb.Name] = c
+		}
+		c.round, c.seen = h.round, 0
 		for _, t := range lb.Targets {
-			k := hcKey{lb.Name, t.ID, t.Port}
-			st := h.st[k]
+			k := tgtKey{t.ID, t.Port}
+			st := c.targets[k]
 			if t.Health == cloud.TargetUnused {
-				delete(h.st, k)
+				if st != nil && st.seen == h.round {
+					c.seen-- // listed twice
+				}
+				delete(c.targets, k)
 				continue
 			}
 			if st == nil {
@@ -167,16 +211,20 @@ func (d *Dataplane) healthRound(cv *cloudView, now time.Time) []healthChange {
 					// Checked before (by an earlier data plane): keep it.
 					st.health, st.code, st.why = t.Health, t.Code, t.Reason
 				}
-				h.st[k] = st
+				c.targets[k] = st
 			}
-			st.seen = h.round
+			if st.seen != h.round {
+				st.seen = h.round
+				c.seen++
+			}
 			if !st.inflight && !now.Before(st.next) {
 				if !svcLooked {
 					svc, svcLooked = e.serviceForLB(lb), true
 				}
 				r, judged := e.targetHealth(lb, svc, t)
 				if !judged {
-					delete(h.st, k)
+					delete(c.targets, k)
+					c.seen--
 					continue
 				}
 				st.next = now.Add(p.interval)
@@ -191,9 +239,10 @@ func (d *Dataplane) healthRound(cv *cloudView, now time.Time) []healthChange {
 			}
 		}
 	}
-	for k, st := range h.st {
-		if st.seen != h.round && !st.inflight {
-			delete(h.st, k) // deregistered, or its load balancer is gone
+	for name, c := range h.lbs {
+		c.sweep(h.round)
+		if len(c.targets) == 0 && c.round != h.round {
+			delete(h.lbs, name) // gone, and no check of it in flight
 		}
 	}
 	return out
