@@ -81,6 +81,9 @@ func TestExercisePendingThroughThePage(t *testing.T) {
 		t.Errorf("the goal does not read like exercise 3: %q", goal)
 	}
 
+	// A fault injected beforehand: the reset clears it and says so.
+	l.putJSON(t, "/api/cloud/faults", `{"deny":["CreateLoadBalancerPolicy"]}`)
+
 	// Reset asks twice, then puts the lab back to the exercise's start.
 	b.click(t, "ex-reset")
 	b.waitFor(t, "reset armed", q("ex-reset")+`.dataset.armed === "true"`, 5*time.Second)
@@ -90,8 +93,9 @@ func TestExercisePendingThroughThePage(t *testing.T) {
 		t.Fatalf("after reset the first step is %s, want current", st)
 	}
 	// A reset that went through says what it did as a note, not a warning.
-	if shown, kind := eval[bool](t, b, `!`+q("ex-unavailable")+`.hidden`), eval[string](t, b, q("ex-unavailable")+`.dataset.kind || ""`); shown && kind != "note" {
-		t.Errorf("after a reset that went through, the box shows %q as kind %q, want a note", eval[string](t, b, q("ex-unavailable")+`.textContent`), kind)
+	shown, kind := eval[bool](t, b, `!`+q("ex-unavailable")+`.hidden`), eval[string](t, b, q("ex-unavailable")+`.dataset.kind || ""`)
+	if text := eval[string](t, b, q("ex-unavailable")+`.textContent`); !shown || kind != "note" || !strings.Contains(text, "注入された障害") {
+		t.Errorf("after a reset that cleared a fault, the box (shown %v) says %q as kind %q, want a note naming the faults", shown, text, kind)
 	}
 
 	// Doing nothing must not pass: the first check fails and says why.

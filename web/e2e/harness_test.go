@@ -296,6 +296,26 @@ func (l *lab) getJSON(t testing.TB, path string, v any) {
 	}
 }
 
+// putJSON writes one of the lab's API endpoints, as a client outside the
+// page would.
+func (l *lab) putJSON(t testing.TB, path, body string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPut, "http://"+l.addr+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode/100 != 2 {
+		b, _ := io.ReadAll(res.Body)
+		t.Fatalf("PUT %s: %s %s", path, res.Status, b)
+	}
+}
+
 // --- the browser ---
 
 type browser struct {

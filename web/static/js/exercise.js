@@ -7,7 +7,7 @@
 // when the stream says an exercise's progress changed (the lab checks by
 // itself as it changes, so a step turns green without a click).
 
-import { h, t, setText, setAttr, show } from "./util.js";
+import { h, t, setText, setAttr, show, keepChildren } from "./util.js";
 import { initMystery, MYSTERY_ID } from "./mystery.js";
 
 const LANG = document.documentElement.lang === "ja" ? "ja" : "en";
@@ -292,7 +292,8 @@ export function initExercises({ api, fillConsole, onChallenge }) {
   // --- drawing ---
 
   function render() {
-    // The panel is redrawn whole; keep the keyboard where it was.
+    // The panel is rebuilt whole (only what changed reaches the page:
+    // keepChildren); keep the keyboard where it was.
     const focused = document.activeElement && el.panel.contains(document.activeElement) ? document.activeElement.getAttribute("data-testid") : null;
     renderList();
     renderDetail();
@@ -303,8 +304,9 @@ export function initExercises({ api, fillConsole, onChallenge }) {
   }
 
   function renderList() {
-    el.list.replaceChildren(
-      ...ex.list.map((s) => {
+    keepChildren(
+      el.list,
+      ex.list.map((s) => {
         let badge, state;
         if (!s.available) [badge, state] = [t("ex.badge.off"), "off"];
         else if (s.done) [badge, state] = [t("ex.badge.done"), "done"];
@@ -383,9 +385,9 @@ export function initExercises({ api, fillConsole, onChallenge }) {
     setAttr(el.detail, "data-done", d.steps.length > 0 && d.stepsPassed === d.steps.length ? "true" : "false");
 
     const rep = ex.reports[d.id];
-    el.steps.replaceChildren(...d.steps.map((s, i) => stepItem(d, s, i, rep)));
+    keepChildren(el.steps, d.steps.map((s, i) => stepItem(d, s, i, rep)));
     show(el.quizBox, d.quiz.length > 0);
-    el.quiz.replaceChildren(...d.quiz.map((qv) => questionItem(qv)));
+    keepChildren(el.quiz, d.quiz.map((qv) => questionItem(qv)));
     renderEnding(d);
   }
 

@@ -91,6 +91,22 @@ export function setAttr(el, name, value) {
   if (el.getAttribute(name) !== value) el.setAttribute(name, value);
 }
 
+// keepChildren makes kids parent's children, keeping each child already in
+// its place that reads the same (its outerHTML): a redraw then leaves alone
+// the elements a person may be pressing. Replacing a button between the
+// press and the release loses the click (the browser sends none), and a
+// panel redrawn from the live stream does that at any moment. The kept
+// element's own listeners stay; they must not hold more than its markup
+// says.
+export function keepChildren(parent, kids) {
+  kids.forEach((k, i) => {
+    const o = parent.children[i];
+    if (!o) parent.append(k);
+    else if (o.outerHTML !== k.outerHTML) o.replaceWith(k);
+  });
+  while (parent.children.length > kids.length) parent.lastElementChild.remove();
+}
+
 export function show(el, visible) {
   if (el.hidden === visible) el.hidden = !visible;
 }
