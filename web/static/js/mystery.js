@@ -5,7 +5,7 @@
 // cause the next reset plants. The hidden cause is never
 // in the page before it is named: the lab does not send it.
 
-import { h, t } from "./util.js";
+import { h, t, keepChildren } from "./util.js";
 
 const LANG = document.documentElement.lang === "ja" ? "ja" : "en";
 export const MYSTERY_ID = "mystery-pending";
@@ -107,7 +107,7 @@ export function initMystery({ api, q, host, reload, status }) {
         ),
       ),
     );
-    box.replaceChildren(...kids);
+    keepChildren(box, kids);
   }
 
   // resetBody is the body of the next reset of id (the planted cause).
