@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	authzv1 "k8s.io/api/authorization/v1"
 	v1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -76,11 +77,18 @@ func TestCCMPod(t *testing.T) {
 	})
 
 	// The running CCM Pod: scheduled by the scheduler onto the
-	// control-plane node, Running and Ready.
+	// control-plane node, Running and Ready, and of the DaemonSet's
+	// current template. Right after the template changed, the old Pod
+	// still runs until the rolling update deletes it: a test that took it
+	// would delete a Pod already gone, or wait for its Lease forever.
 	runningPod := func(t *testing.T, not string) *v1.Pod {
 		t.Helper()
 		var pod *v1.Pod
 		testutil.EventuallyCtx(t, 2*time.Minute, "a running CCM Pod", func(ctx context.Context) (bool, error) {
+			rev, err := currentRevision(ctx)
+			if err != nil {
+				return false, err
+			}
 			pods, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
 			if err != nil {
 				return false, err
@@ -88,8 +96,9 @@ func TestCCMPod(t *testing.T) {
 			var states []string
 			for i := range pods.Items {
 				p := &pods.Items[i]
-				states = append(states, p.Name+":"+string(p.Status.Phase))
-				if string(p.UID) == not || p.DeletionTimestamp != nil || p.Status.Phase != v1.PodRunning {
+				states = append(states, p.Name+":"+string(p.Status.Phase)+"@"+p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey])
+				if string(p.UID) == not || p.DeletionTimestamp != nil || p.Status.Phase != v1.PodRunning ||
+					p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey] != rev {
 					continue
 				}
 				if len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].Ready {
@@ -97,7 +106,7 @@ func TestCCMPod(t *testing.T) {
 					return true, nil
 				}
 			}
-			return false, fmt.Errorf("pods %v", states)
+			return false, fmt.Errorf("pods %v (current revision %s)", states, rev)
 		})
 		return pod
 	}
@@ -456,6 +465,11 @@ func TestCCMPod(t *testing.T) {
 			}
 		}
 		setTolerates(false)
+		t.Cleanup(func() {
+			if t.Failed() {
+				setTolerates(true) // so that the tests after this one have a CCM
+			}
+		})
 		old := runningPod(t, "") // an initialized node takes it all the same
 		cp, err := c.CoreV1().Nodes().Get(ctx, old.Spec.NodeName, metav1.GetOptions{})
 		if err != nil {
@@ -637,4 +651,38 @@ func editArgs(t *testing.T, edit func([]string) []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// currentRevision is the hash of the CCM DaemonSet's current template, as
+// its Pods carry it (controller-revision-hash): that of its newest
+// ControllerRevision, once the DaemonSet controller has seen the
+// DaemonSet's latest generation ("" before).
+func currentRevision(ctx context.Context) (string, error) {
+	c := env.Client
+	ds, err := c.AppsV1().DaemonSets(ns).Get(ctx, sim.CCMDaemonSetName(sim.DefaultLab().Profile), metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	if ds.Status.ObservedGeneration != ds.Generation {
+		return "", nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
+	if err != nil {
+		return "", err
+	}
+	revs, err := c.AppsV1().ControllerRevisions(ns).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+	if err != nil {
+		return "", err
+	}
+	var newest *appsv1.ControllerRevision
+	for i := range revs.Items {
+		r := &revs.Items[i]
+		if metav1.IsControlledBy(r, ds) && (newest == nil || r.Revision > newest.Revision) {
+			newest = r
+		}
+	}
+	if newest == nil {
+		return "", nil
+	}
+	return newest.Labels[appsv1.DefaultDaemonSetUniqueLabelKey], nil
 }
