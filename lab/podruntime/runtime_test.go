@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/ccmlab/ccmlab/internal/testutil"
 	"github.com/ccmlab/ccmlab/lab/dataplane"
 	"github.com/ccmlab/ccmlab/lab/kubelet"
 )
@@ -181,22 +182,30 @@ func TestShellBounds(t *testing.T) {
 		small, _ := newTestRuntime(t, Limits{ProcsPerPod: 1})
 		pod := testPod("busybox")
 		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
+		done := make(chan kubelet.Exit, 1)
 		go func() {
-			defer close(done)
-			small.Exec(ctx, pod, &pod.Spec.Containers[0], []string{"sleep", "60"}, kubelet.Stdio{})
+			done <- small.Exec(ctx, pod, &pod.Spec.Containers[0], []string{"sleep", "60"}, kubelet.Stdio{})
 		}()
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			var errw strings.Builder
-			exit := small.Exec(context.Background(), pod, &pod.Spec.Containers[0], []string{"echo"}, kubelet.Stdio{Stderr: &errw})
-			if exit.Code == 126 && strings.Contains(errw.String(), "too many processes") {
-				break
+		// The barrier: sleep holds the Pod's one slot. (Probing with a
+		// command instead took the slot itself now and then, and sleep
+		// was the one refused.)
+		testutil.Eventually(t, 30*time.Second, "sleep running", func() (bool, string) {
+			select {
+			case exit := <-done:
+				t.Fatalf("sleep 60 ended at once: %+v", exit)
+			default:
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("a second process ran: %d %q", exit.Code, errw.String())
+			small.mu.Lock()
+			defer small.mu.Unlock()
+			if ps := small.pods[pod.UID]; ps != nil && ps.procs == 1 {
+				return true, ""
 			}
-			time.Sleep(10 * time.Millisecond)
+			return false, "no process yet"
+		})
+		var errw strings.Builder
+		exit := small.Exec(context.Background(), pod, &pod.Spec.Containers[0], []string{"echo"}, kubelet.Stdio{Stderr: &errw})
+		if exit.Code != 126 || !strings.Contains(errw.String(), "too many processes") {
+			t.Errorf("a second process ran: %d %q", exit.Code, errw.String())
 		}
 		cancel()
 		<-done

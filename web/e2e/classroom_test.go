@@ -100,18 +100,7 @@ func startClassroom(t *testing.T, students ...string) *classroomPortal {
 // postJSON posts a JSON body with a student's token and wants a 2xx.
 func (p *classroomPortal) postJSON(t *testing.T, path, token, body string) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, p.base+path, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	if res.StatusCode/100 != 2 {
-		b, _ := io.ReadAll(res.Body)
-		t.Fatalf("POST %s: %s %s", path, res.Status, b)
-	}
+	sendJSON(t, http.MethodPost, p.base+path, token, body)
 }
 
 func (p *classroomPortal) call(t *testing.T, method, path, token string, out any) {

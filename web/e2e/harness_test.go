@@ -300,9 +300,19 @@ func (l *lab) getJSON(t testing.TB, path string, v any) {
 // page would.
 func (l *lab) putJSON(t testing.TB, path, body string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPut, "http://"+l.addr+path, strings.NewReader(body))
+	sendJSON(t, http.MethodPut, "http://"+l.addr+path, "", body)
+}
+
+// sendJSON sends a JSON body (with a bearer token unless it is "") and
+// wants a 2xx.
+func sendJSON(t testing.TB, method, url, token, body string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	res, err := http.DefaultClient.Do(req)
@@ -312,7 +322,7 @@ func (l *lab) putJSON(t testing.TB, path, body string) {
 	defer res.Body.Close()
 	if res.StatusCode/100 != 2 {
 		b, _ := io.ReadAll(res.Body)
-		t.Fatalf("PUT %s: %s %s", path, res.Status, b)
+		t.Fatalf("%s %s: %s %s", method, url, res.Status, b)
 	}
 }
 
