@@ -197,7 +197,10 @@ func (s *Sim) SetLBCServiceWebhook(ctx context.Context, on bool) (bool, error) {
 		return false, fmt.Errorf("switching the AWS Load Balancer Controller's Service webhook: %w", err)
 	}
 	// The apiserver reads webhook configurations from an informer: wait
-	// until a new Service meets the webhook as it now is.
+	// until a new Service meets the webhook as it now is. On means the
+	// webhook answers: a call that fails (the controller's Pod not
+	// running yet, or restarting) would refuse the student's first
+	// Service, so it is waited out too.
 	probe := &v1.Service{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "ccmlab-webhook-probe-", Namespace: metav1.NamespaceDefault},
 		Spec:       v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, Ports: []v1.ServicePort{{Port: 80}}},
@@ -206,16 +209,20 @@ func (s *Sim) SetLBCServiceWebhook(ctx context.Context, on bool) (bool, error) {
 	defer tick.Stop()
 	for {
 		got, err := s.Client.CoreV1().Services(metav1.NamespaceDefault).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		called := err != nil && strings.Contains(err.Error(), lbcServiceWebhookName) || err == nil && got.Spec.LoadBalancerClass != nil
-		if err != nil && !called {
+		served := err == nil && got.Spec.LoadBalancerClass != nil
+		failing := err != nil && strings.Contains(err.Error(), lbcServiceWebhookName) // called, did not answer
+		if err != nil && !failing {
 			return changed, fmt.Errorf("checking the AWS Load Balancer Controller's Service webhook: %w", err)
 		}
-		if called == on {
+		if on && served || !on && !served && !failing {
 			return changed, nil
 		}
 		select {
 		case <-tick.C:
 		case <-ctx.Done():
+			if on && failing {
+				return changed, fmt.Errorf("the AWS Load Balancer Controller's Service webhook does not answer: %w (%w)", err, ctx.Err())
+			}
 			return changed, fmt.Errorf("the apiserver has not taken up the AWS Load Balancer Controller's Service webhook switched %s: %w", map[bool]string{true: "on", false: "off"}[on], ctx.Err())
 		}
 	}
